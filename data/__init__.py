@@ -1,0 +1,1 @@
+"""Labelled data: the fault-injection simulator, dataset building and storage."""

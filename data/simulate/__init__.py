@@ -1,0 +1,1 @@
+"""Fault-injection simulator that writes realistic, labelled vSAN diagnosis bundles."""

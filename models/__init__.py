@@ -1,0 +1,1 @@
+"""Model registry: CNN families and baselines behind one fit / predict_proba interface."""

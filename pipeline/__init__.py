@@ -1,0 +1,1 @@
+"""Reads diagnosis bundles and normalises them into per-component tensors (one pure path)."""

@@ -1,0 +1,1 @@
+"""Online service: API, UI, workers, notifications, feedback store."""

@@ -1,0 +1,1 @@
+"""Offline training: datasets, sweeps, tracking, selection."""
