@@ -35,6 +35,38 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_parse(args: argparse.Namespace) -> int:
+    import json
+
+    from pipeline import BundleError, PipelineConfig, load_bundle
+
+    try:
+        bt = load_bundle(args.bundle, PipelineConfig.from_settings())
+    except BundleError as e:
+        print(f"vsandx parse: {e}", file=sys.stderr)
+        return 1
+    doc = bt.summary()
+    if args.json:
+        print(json.dumps(doc))
+        return 0
+    w = doc["window"]
+    print(f"schema    {doc['schema']}")
+    print(f"hosts     {len(doc['hosts'])}: {', '.join(doc['hosts'])}")
+    print(f"bundles   {len(doc['host_bundles'])} host support bundles")
+    print(f"window    {w['start']} .. {w['end']}  ({w['steps']} steps of {w['step_s']} s)")
+    print(f"interval  {doc['interval_s']} s (perf service)")
+    for kind, c in doc["components"].items():
+        empty = f"; no data: {', '.join(c['channels_without_data'])}" if c["channels_without_data"] else ""
+        print(f"{kind:<10}{c['count']:>4}  tensor {tuple(c['shape'])}{empty}")
+    for m in doc["missing"]:
+        print(f"missing   {m}")
+    for m in doc["warnings"]:
+        print(f"warning   {m}")
+    t = doc["timing_ms"]
+    print(f"timing    read+parse {t.get('read_parse', 0):.1f} ms, tensorize {t.get('tensorize', 0):.1f} ms")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vsandx", description="vSAN performance diagnostics")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -51,6 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--workers", type=int, default=None, help="processes (default: one per core)")
     sim.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sim.set_defaults(func=_cmd_simulate)
+
+    prs = sub.add_parser("parse", help="read one bundle and print what the pipeline found")
+    prs.add_argument("bundle", help=".tgz/.tar.gz/.tar/.zip or a directory")
+    prs.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    prs.set_defaults(func=_cmd_parse)
     return parser
 
 
