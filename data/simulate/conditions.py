@@ -49,7 +49,7 @@ def build_conditions(cluster: Cluster, plan: Plan, rng: Rng) -> Conditions:
     destage_mult = rng.uniform(0.9, 1.1, size=n_g) * np.ones((n, 1))
     link_bps = np.full((n, n_h), cluster.link_mbps / 8 * 1e6 * 0.94)
     half = np.zeros((n, n_h), dtype=bool)
-    loss = rng.uniform(0, 2e-6, size=(n, n_h))
+    loss = np.zeros((n, n_h))
     hours = plan.grid.dt * np.arange(n) / 3600.0
     cpu_base = smooth(rng, n, n_h, max(3, n // 20), 0.12, 0.6)
     cpu_base *= 1 + 0.2 * np.sin(2 * np.pi * (hours / 24.0 + rng.random()))[:, None]
@@ -71,8 +71,9 @@ def build_conditions(cluster: Cluster, plan: Plan, rng: Rng) -> Conditions:
         if f.fault == "disk.latency":
             i = dev_index[f.disk]
             # a failing device: commands take 4-65 ms (retries, media recovery), bursty per sample
-            target_ms = (4 + 60 * s**1.5) * np.exp(rng.normal(0, 0.45, size=n))
-            slow = np.maximum(target_ms / devices[i][2].hw.svc_ms, 2.0)
+            svc_ms = devices[i][2].hw.svc_ms
+            target_ms = max(4 + 60 * s**1.5, svc_ms * (3 + 8 * s)) * np.exp(rng.normal(0, 0.45, size=n))
+            slow = np.maximum(target_ms / svc_ms, 2.0)
             dev_mult[:, i] *= 1 + on * (slow - 1)
         elif f.fault == "disk.hotspot":
             hot[:, dev_index[f.disk]] = on * (0.55 + 0.4 * s)
@@ -85,11 +86,11 @@ def build_conditions(cluster: Cluster, plan: Plan, rng: Rng) -> Conditions:
                 half[:, f.host] = on > 0
         elif f.fault == "net.packet_loss":
             level = 0.0015 + 0.03 * s**2
-            loss[:, f.host] += on * level * np.exp(rng.normal(0, 0.6, size=n))  # RTO spikes
+            loss[:, f.host] += on * np.minimum(level * np.exp(rng.normal(0, 0.6, size=n)), 0.05)  # RTO spikes
         elif f.fault == "host.cpu_contention":
             target = 0.93 + 0.065 * s + rng.normal(0, 0.01, size=n)
             cpu_base[:, f.host] = cpu_base[:, f.host] * (1 - on) + on * target
-            ready_extra[:, f.host] = on * (4 + 26 * s) * np.exp(rng.normal(0, 0.2, size=n))
+            ready_extra[:, f.host] = on * (3 + 17 * s) * np.exp(rng.normal(0, 0.2, size=n))
         elif f.fault == "cluster.resync":
             _resync(rng, n, f.onset, s, cluster, resync_r, resync_w)
     return Conditions(devices, dev_mult, hot, destage_mult, link_bps, half, loss, np.clip(cpu_base, 0, 1),
@@ -101,7 +102,7 @@ def _resync(rng: Rng, n: int, onset: int, s: float, cluster: Cluster, out_r: np.
     """Rebuild after a host/disk event: reads from surviving replicas on several hosts, writes elsewhere."""
     dgs = cluster.disk_groups
     n_g = len(dgs)
-    total = (150e6 + 650e6 * s) * (0.5 if cluster.storage == "hybrid" else 1.0)
+    total = 60e6 + 200e6 * s if cluster.storage == "hybrid" else 150e6 + 500e6 * s
     total *= min(1.0, len(cluster.hosts) / 4)
     src = rng.choice(n_g, size=max(2, int(0.6 * n_g)), replace=False)
     dst = np.setdiff1d(np.arange(n_g), src) if n_g > 2 else np.arange(n_g)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -19,7 +20,7 @@ from data.simulate.netmetrics import Metrics
 from data.simulate.physics import solve
 from data.simulate.plan import Grid, Plan, labels, make_plan
 from data.simulate.topology import Cluster, Rng, _uuid, build_cluster
-from data.simulate.workload import build_workload
+from data.simulate.workload import Workload, build_workload
 
 PROFILES = ("lab", "field")
 DEFAULT_ISSUE_RATE = {"lab": 0.5, "field": 0.78}
@@ -36,7 +37,12 @@ class Bundle:
     samples: int
     interval: int
     storage: str
-    workload: str
+    mix: str
+    cluster: Cluster  # what the model saw, for tests that check signatures without a parser
+    plan: Plan
+    workload: Workload
+    metrics: Metrics
+    events: dict[int, list[Event]]
 
 
 def bundle_rng(profile: str, seed: int, index: int) -> Rng:
@@ -84,12 +90,14 @@ def _extra_entities(metrics: Metrics, cluster: Cluster, rng: Rng) -> None:
                               for h in cluster.hosts}
 
 
-def simulate_bundle(profile: str, seed: int, index: int, issue_rate: float | None = None) -> Bundle:
+def simulate_bundle(profile: str, seed: int, index: int, issue_rate: float | None = None,
+                    faults: Sequence[str] | None = None) -> Bundle:
+    """Bundle `index` of the (profile, seed) stream; `faults` forces exactly those faults."""
     rng = bundle_rng(profile, seed, index)
     rate = DEFAULT_ISSUE_RATE[profile] if issue_rate is None else issue_rate
-    cluster = build_cluster(profile, rng)
+    cluster = build_cluster(profile, rng, dedup_flash=bool(faults) and "disk.hotspot" in (faults or ()))
     grid = _grid(profile, rng)
-    plan = make_plan(cluster, grid, rate, rng)
+    plan = make_plan(cluster, grid, rate, rng, force=faults)
     wl = build_workload(cluster, plan, rng)
     cluster.vm_uuids = [_uuid(rng, "50") for _ in wl.names]
     cond = build_conditions(cluster, plan, rng)
@@ -108,7 +116,8 @@ def simulate_bundle(profile: str, seed: int, index: int, issue_rate: float | Non
     lab = labels(cluster, plan, profile, seed)
     files["labels.json"] = (json.dumps(lab, indent=1) + "\n").encode()
     present = len({p.split("/", 1)[0] for p in files if p.startswith("esx-")})
-    return Bundle(name, files, lab, len(cluster.hosts), present, grid.n, grid.dt, cluster.storage, wl.mix)
+    return Bundle(name, files, lab, len(cluster.hosts), present, grid.n, grid.dt, cluster.storage, wl.mix,
+                  cluster, plan, wl, metrics, events)
 
 
 def _host_files(cluster: Cluster, plan: Plan, events: dict[int, list[Event]], dump: bytes, rng: Rng,

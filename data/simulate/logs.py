@@ -63,7 +63,8 @@ class _Rand:
 
 
 def _h(v: str | int | float) -> str:
-    return f"0x{int(v):x}" if isinstance(v, int | float) else str(v)
+    """A status or opcode as ESXi prints it (0x28), whether the model gave a number or a string."""
+    return str(v) if isinstance(v, str) else f"0x{int(v):x}"
 
 
 class _Host:
@@ -112,9 +113,8 @@ class _Host:
         i = self.devs.index(dev) if dev in self.devs else sum(map(ord, dev)) % 16
         to = f'to dev "{dev}"'
         nmp = "NMP: nmp_ThrottleLogForDevice"
-        self.k(
-            ms, f'{nmp}:3893: Cmd {op} ({cmd}, {world}) {to} on path "{self.hba}:C0:T{i}:L0" Failed:', "io"
-        )
+        path = f'on path "{self.hba}:C0:T{i}:L0"'
+        self.k(ms, f"{nmp}:3893: Cmd {op} ({cmd}, {world}) {to} {path} Failed:", "io")
         act = "NONE" if hs == "0x0" else "EVAL"
         ini = r.hex(0x43 << 40, 0x44 << 40)
         self.k(ms, f"{nmp}:3898: {tail}. Act:{act}. cmdId.initiator={ini} CmdSN {sn}", "io")
@@ -234,9 +234,8 @@ class _Host:
             sitpua = f"Could not detect setting of sitpua for device {dev}. Error Not supported."
             self.k(ms + i, "ScsiDeviceIO: 8970: " + sitpua, "io")
             self.k(ms + i + 1, f"Vol3: 1201: Could not open device '{dev}:2' for volume open: Not supported")
-            self.k(
-                ms + i + 1, f"FSS: 6092: No FS driver claimed device '{dev}:2': No filesystem on the device"
-            )
+            fss = f"No FS driver claimed device '{dev}:2': No filesystem on the device"
+            self.k(ms + i + 1, "FSS: 6092: " + fss)
 
     def n_vm(self, ms: int) -> None:
         r = self.r
@@ -255,13 +254,9 @@ class _Host:
         r, ctx = self.r, self.ctx
         c = int(r.u() * 6)
         if c == 0:
-            port = f"port 0x{r.n(0x2000004, 0x2000040):x}"
+            port = f"port 0x{r.n(0x2000004, 0x2000040):x}, disallowed by vswitch policy"
             who = f"client {r.pick(self.vms)} requested promiscuous mode on {port}"
-            self.k(
-                ms,
-                f"etherswitch: L2Sec_EnforcePortCompliance:247: {who}, disallowed by vswitch policy",
-                "net",
-            )
+            self.k(ms, "etherswitch: L2Sec_EnforcePortCompliance:247: " + who, "net")
         elif c == 1:
             aff = f"Affinitizing {self.worlds['net'][1]} to world {r.n(2100000, 2400000)}, Success"
             self.k(ms, "Tcpip_Vmk: 1059: " + aff, "net")
@@ -272,9 +267,8 @@ class _Host:
             disk = f"Disk {r.pick(ctx.disk_uuids)}: reclaimed {r.n(1, 4000)} metadata blocks"
             self.k(ms, "LSOM: LSOMMetadataCleanupPass:1520: " + disk, "vsan")
         elif c == 4:
-            self.k(
-                ms, f"DOM: DOMOwnerObjectOpen:3124: Opened object {r.uuid()} (owner {ctx.host_uuid})", "vsan"
-            )
+            obj = f"Opened object {r.uuid()} (owner {ctx.host_uuid})"
+            self.k(ms, "DOM: DOMOwnerObjectOpen:3124: " + obj, "vsan")
         else:
             lun = f"the max LUN supported by this adapter is {r.n(1, 2)}"
             self.k(ms, "vmw_ahci[0000001f]: scsiDiscover:" + lun, "io")

@@ -25,7 +25,9 @@ def network_metrics(out: Metrics, cluster: Cluster, cond: Conditions, st: State,
     peer = (loss.sum(1, keepdims=True) - loss) / max(n_h - 1, 1)  # (T, H) mean loss of the other hosts
     mtu = float(cluster.mtu)
     for h, host in enumerate(cluster.hosts):
-        rx, tx = st.rx[:, h] + 2e4, st.tx[:, h] + 2e4  # heartbeats, CMMDS, RDT keep-alives
+        # heartbeats, CMMDS, RDT keep-alives; a link never carries more than its payload rate
+        rx = np.minimum(st.rx[:, h] + 2e4, cond.link_bps[:, h])
+        tx = np.minimum(st.tx[:, h] + 2e4, cond.link_bps[:, h])
         rx_pk = rx / (0.7 * mtu) + tx / (0.7 * mtu) * 0.4  # data segments plus ACKs for what we send
         tx_pk = tx / (0.7 * mtu) + rx / (0.7 * mtu) * 0.4
         rho = st.net_rho[:, h]
@@ -51,7 +53,7 @@ def _pnic(rng: Rng, n: int, dt: float, i: int, vsan: int, standby: int | None, m
           loss: np.ndarray, half: np.ndarray, speed: int) -> Series:
     pauses_base = rng.poisson(0.15 * dt / 20, size=n) * (rng.random() < 0.35)
     if i == vsan:
-        rx, tx = m["rxThroughput"] * 1.01, m["txThroughput"] * 1.01
+        rx, tx = m["rxThroughput"], m["txThroughput"]
         rx_pk, tx_pk = m["rxPackets"], m["txPackets"]
         crc = rng.poisson(rx_pk * dt * loss * 0.6)
         return {

@@ -157,7 +157,7 @@ def solve(cluster: Cluster, wl: Workload, cond: Conditions, dt: float, fill0: np
         svc_w = svc * cond.dev_mult * np.where(is_cache, 1.0, 0.25) + wsz / bw
         read_util = dev_r * svc_r / par
         util = read_util + dev_w * svc_w / par
-        q = queue_factor(util)
+        q = np.minimum(queue_factor(util), 30.0)  # past that, commands abort and retry (SCSI timeouts)
         dev_lat_r, dev_lat_w = svc_r * q, svc_w * q
         # hot LBAs: those reads queue on one flash channel, one at a time
         hot_iops = cap_reads[:, dev_g] * cond.hot
@@ -178,7 +178,7 @@ def solve(cluster: Cluster, wl: Workload, cond: Conditions, dt: float, fill0: np
         load = np.where(cond.half_duplex, (tx + rx) * 1.15, np.maximum(tx, rx))
         rho = load / cond.link_bps
         per_byte = queue_factor(rho) / cond.link_bps  # (T, H) s/B
-        lost = cond.loss * 9e-3  # expected delay per packet: fast retransmit mostly, some RTOs
+        lost = cond.loss * 25e-3  # expected delay per lost packet: fast retransmits and ~1 in 8 RTOs
         pk_r, pk_w = np.ceil(wl.size_r / pkt) + 1, np.ceil(wl.size_w / pkt) + 1
         net_r = 25 * US * wl.net["cross_r"].sum(1) + (per_byte @ wl.net["cross_r"].T) * wl.size_r \
             + (lost @ wl.net["cross_r"].T) * pk_r
@@ -189,7 +189,7 @@ def solve(cluster: Cluster, wl: Workload, cond: Conditions, dt: float, fill0: np
         served = (iops @ wl.owner_w) + (ri + 2 * wi) @ rep_host + (rs_r_iops + rs_w_iops) @ g_host
         vsan_cpu = served * 45 * US / n_cpus  # ~45 us of CPU per I/O per hop
         cpu_util = np.clip(cond.cpu_base + vsan_cpu, 0, 1)
-        ready = np.clip(0.2 + 12.0 * np.clip(cpu_util - 0.8, 0, None) ** 2 / 0.04 + cond.ready_extra, 0, 60)
+        ready = np.clip(0.2 + 8.0 * np.clip(cpu_util - 0.8, 0, None) ** 2 / 0.04 + cond.ready_extra, 0, 60)
         cpu_delay = 12 * US + ready / 100.0 * 2.5e-3  # (T, H) per visit
 
         own_r = dg_lat_r @ wl.read_w.T + cpu_delay @ wl.owner_w.T + 0.6 * net_r

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,21 +91,28 @@ def choose(cluster: Cluster, fault: str, onset: int, rng: Rng, taken: set[str]) 
     return None if inj.component in taken else inj
 
 
-def make_plan(cluster: Cluster, grid: Grid, issue_rate: float, rng: Rng) -> Plan:
+def make_plan(cluster: Cluster, grid: Grid, issue_rate: float, rng: Rng,
+              force: Sequence[str] | None = None) -> Plan:
+    """Draw the bundle's faults; `force` names them instead (tests, balanced datasets)."""
     plan = Plan(grid)
-    if rng.random() >= issue_rate:
+    draw = rng.random()
+    n_faults = 2 if cluster.profile == "field" and rng.random() < 0.3 else 1
+    if force is not None:
+        bad = [f for f in force if f not in candidates(cluster)]
+        if bad or len(set(force)) != len(force):
+            raise ValueError(f"cannot inject {list(force)} on this cluster ({cluster.storage}, dedup={cluster.dedup})")
+        pool, n_faults = list(force), len(force)
+    elif draw >= issue_rate:
         return plan
-    n_faults = 1
-    if cluster.profile == "field" and rng.random() < 0.3:
-        n_faults = 2
-    pool = candidates(cluster)
+    else:
+        pool = candidates(cluster)
     from_start = 0.15 if cluster.profile == "lab" else 0.3
     taken: set[str] = set()
     kinds: set[str] = set()
     tries = 0
-    while len(plan.faults) < n_faults and tries < 20:
+    while len(plan.faults) < n_faults and tries < 50:
         tries += 1
-        fault = str(rng.choice(pool))
+        fault = pool[len(plan.faults)] if force is not None else str(rng.choice(pool))
         # one cluster-level fault at most, and no fault twice: the cluster has a single label
         if fault in kinds or (fault.startswith("cluster.") and "cluster" in taken):
             continue

@@ -29,7 +29,7 @@ def _one(index: int, profile: str, seed: int, issue_rate: float | None, out: Pat
     return {"name": b.name, "path": path.name, "faults": [f["fault"] for f in faults],
             "components": len(b.labels["components"]),  # type: ignore[arg-type]
             "hosts": b.hosts, "hosts_present": b.hosts_present, "samples": b.samples, "interval": b.interval,
-            "storage": b.storage, "workload": b.workload, "bytes": _size(path),
+            "storage": b.storage, "workload": b.mix, "bytes": _size(path),
             "seconds": round(time.perf_counter() - t0, 4)}
 
 

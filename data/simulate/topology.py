@@ -152,11 +152,12 @@ _DOMAINS = ("corp.example.com", "dc1.example.net", "vmware.lab", "prod.example.o
 _BUILDS = {7: ("7.0.3-21686933", "7.0.3-22348816", "7.0.3-23794027"), 8: ("8.0.2-22380479", "8.0.3-24022510")}
 
 
-def build_cluster(profile: str, rng: Rng) -> Cluster:
+def build_cluster(profile: str, rng: Rng, dedup_flash: bool = False) -> Cluster:
+    """A cluster of the profile; `dedup_flash` insists on all-flash with deduplication."""
     if profile == "lab":
-        return _lab(rng)
+        return _lab(rng, dedup_flash)
     if profile == "field":
-        return _field(rng)
+        return _field(rng, dedup_flash)
     raise ValueError(f"unknown profile {profile!r}")
 
 
@@ -169,10 +170,10 @@ def _host(rng: Rng, name: str, storage: str, dedup: bool, n_dg: int, caps: list[
         vmk_ip=ip, boot_dev=f"naa.600508b1{rng.bytes(4).hex()}")
 
 
-def _lab(rng: Rng) -> Cluster:
+def _lab(rng: Rng, dedup_flash: bool) -> Cluster:
     # The lab's two fixed beds: the 4-node hybrid cluster, and the same nodes rebuilt all-flash
     # with deduplication for the dedup/hotspot experiments (about a third of the lab's runs).
-    allflash = rng.random() < 0.3
+    allflash = rng.random() < 0.3 or dedup_flash
     storage, dedup = ("allflash", True) if allflash else ("hybrid", False)
     hosts = [
         _host(rng, f"esx-{i + 1:02d}.lab.local", storage, dedup, 2, [3, 3], 4, 1, 2, 10000, 9000, 7, 24,
@@ -182,10 +183,12 @@ def _lab(rng: Rng) -> Cluster:
     return Cluster("lab", _uuid(rng, "52"), storage, dedup, 10000, 9000, hosts)
 
 
-def _field(rng: Rng) -> Cluster:
+def _field(rng: Rng, dedup_flash: bool) -> Cluster:
     n_hosts = int(rng.choice(np.arange(3, 17), p=_field_host_p()))
     storage = str(rng.choice(["hybrid", "allflash", "nvme"], p=[0.35, 0.45, 0.2]))
     dedup = storage != "hybrid" and rng.random() < 0.45
+    if dedup_flash:
+        storage, dedup = ("nvme" if storage == "nvme" else "allflash"), True
     link = 10000 if rng.random() < 0.6 else 25000
     mtu = 9000 if rng.random() < 0.6 else 1500
     n_dg = int(rng.choice([1, 2, 3, 4, 5], p=[0.25, 0.4, 0.15, 0.12, 0.08]))

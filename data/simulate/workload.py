@@ -85,15 +85,16 @@ def _placement(cluster: Cluster, client: np.ndarray, n_vmdk: np.ndarray, rng: Rn
         k = int(n_vmdk[v])
         w = 1.0 / k
         c = int(client[v])
-        for _ in range(k):
+        spread = int(rng.integers(n_g))
+        for i in range(k):
             ha, hb = (int(x) for x in rng.choice(n_h, size=2, replace=False))
             a, b = int(rng.choice(by_host[ha])), int(rng.choice(by_host[hb]))
-            if v in pin_dg:  # a fault's actor VM keeps one replica of every vmdk on that group
-                a = pin_dg[v]
+            if v in pin_dg:  # a fault's actor keeps one replica of every vmdk on that group, the other
+                a = pin_dg[v]  # copies spread evenly over the groups of the other hosts
                 ha = dgs[a][0]
-                if hb == ha:
-                    hb = (ha + 1 + int(rng.integers(n_h - 1))) % n_h
-                    b = int(rng.choice(by_host[hb]))
+                others = [g for g in range(n_g) if dgs[g][0] != ha]
+                b = others[(spread + i) % len(others)]
+                hb = dgs[b][0]
             m["read_w"][v, a] += 0.5 * w
             m["read_w"][v, b] += 0.5 * w
             m["write_w"][v, a] += w
@@ -118,6 +119,31 @@ def _hop(m: dict[str, np.ndarray], io: str, v: int, src: int, dst: int, share: f
     m[f"rx_{io}"][v, dst] += share
     m[f"cross_{io}"][v, src] += cross
     m[f"cross_{io}"][v, dst] += cross
+
+
+def _tame(cluster: Cluster, rate: np.ndarray, rf: np.ndarray, size_r: np.ndarray, size_w: np.ndarray,
+          locality: np.ndarray, m: dict[str, np.ndarray], healthy: list[int]) -> None:
+    """Healthy guests stay within what each disk group absorbs (writes destaged, read misses on a
+    spindle): an overloaded group would be an unlabelled fault. Scales `rate` in place."""
+    groups = [g for _, g in cluster.disk_groups]
+    destage = np.array([g.destage_mbs * 1e6 for g in groups])
+    miss_cap = np.array([sum(d.hw.par / (d.hw.svc_ms * 1e-3 + 64e3 / (d.hw.bw_mbs * 1e6)) for d in g.capacity)
+                         for g in groups])
+    miss = 1.0 - (0.6 + 0.38 * locality) if cluster.storage == "hybrid" else np.ones_like(locality)
+    idx = np.array(healthy, dtype=int)
+    if len(idx) == 0:
+        return
+    for _ in range(4):
+        r = np.where(np.isfinite(rate[:, idx]), rate[:, idx], 0.0)
+        wb = (r * (1 - rf[:, idx]) * size_w[idx]) @ m["write_w"][idx]  # (T, G) bytes/s
+        rd = (r * rf[:, idx] * miss[idx]) @ m["read_w"][idx]  # (T, G) capacity-tier reads/s
+        over = np.maximum(wb / (0.4 * destage), rd / (0.45 * miss_cap))  # (T, G)
+        # each VM slows by the worst overload among the groups it touches
+        touch = (m["write_w"][idx] + m["read_w"][idx]) > 0  # (V', G)
+        worst = np.max(np.where(touch[None, :, :], over[:, None, :], 0.0), axis=2)  # (T, V')
+        if worst.max() <= 1.0:
+            return
+        rate[:, idx] /= np.maximum(worst, 1.0)
 
 
 def _budgets(cluster: Cluster) -> tuple[float, float]:
@@ -158,7 +184,8 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
                 client.append(int(rng.integers(n_h)))
     v = len(kinds)
     clients = np.array(client)
-    n_vmdk = np.array([int(rng.integers(4, 9)) if k == "hcibench" else int(rng.integers(1, 4)) for k in kinds])
+    n_vmdk = np.array([8 if j in actor else int(rng.integers(4, 9)) if k == "hcibench" else int(rng.integers(1, 4))
+                       for j, k in enumerate(kinds)])
     m = _placement(cluster, clients, n_vmdk, rng, pin)
 
     rf = np.empty((n, v))
@@ -172,7 +199,9 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
     share /= share.sum()
     w_budget, r_budget = _budgets(cluster)
     u = rng.uniform(0.08, 0.4)  # how hard the guests push, as a share of what the cluster sustains
-    hb_read, hb_kib = HCIBENCH[int(rng.integers(len(HCIBENCH)))]
+    # an under-driven benchmark is a small-block one: with large blocks one thread already fills the pipe
+    profiles = HCIBENCH[:2] + HCIBENCH[3:4] if "cluster.low_oio" in faults else HCIBENCH
+    hb_read, hb_kib = profiles[int(rng.integers(len(profiles)))]
     threads = 1 if "cluster.low_oio" in faults else int(rng.choice([2, 4, 8, 16]))
     hb_start = faults["cluster.low_oio"].onset if "cluster.low_oio" in faults else (
         0 if rng.random() < 0.6 else int(rng.integers(n // 2)))
@@ -200,9 +229,16 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
     for j, kind in actor.items():
         f = faults[kind]
         ramp = np.clip((np.arange(n) - f.onset + 1) / 3.0, 0, 1)
-        depth = 16 * (0.5 + f.severity) if kind == "disk.hotspot" else 4 * (0.5 + f.severity)
-        oio[:, j] = depth * n_vmdk[j] * ramp
-        rate[:, j] = np.inf
+        if kind == "disk.hotspot":  # benchmark threads, as many as the tester dared
+            oio[:, j] = 16 * (0.5 + f.severity) * n_vmdk[j] * ramp
+            rate[:, j] = np.inf
+        else:  # a bulk writer (ETL, backup target): more than that group destages, not more than
+            # the mirror copies' groups absorb, since only the slow group's buffer is at fault
+            grp = cluster.disk_groups[f.dg][1]
+            total = grp.destage_mbs * 1e6 * min(0.45 * (len(cluster.disk_groups) - 1), 1.2 + 1.3 * f.severity)
+            oio[:, j] = 16.0 * n_vmdk[j] * ramp
+            rate[:, j] = total / 2 / size_w[j] * ramp
+    _tame(cluster, rate, rf, size_r, size_w, locality, m, [j for j in range(v) if j not in actor])
     names = [k if j not in actor else f"{k}-actor" for j, k in enumerate(kinds)]
     mix = ",".join(sorted(set(kinds)))
     if "hcibench" in kinds:

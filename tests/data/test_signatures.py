@@ -1,0 +1,251 @@
+"""Every fault shows its faults.md signature on the faulty component, and not on healthy ones.
+
+Checked on the simulator's own solved metrics and the log files it wrote, across many seeds and
+both profiles. Hard signatures are asserted per bundle; softer consequences for components that
+are not at fault (a NIC's loss slowing every host's I/O) are asserted across the population.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.data.sigutil import (bundle, device, disk_entity, host_index, host_logs, scsi_failures, series,
+                                split, vsan_nics)
+from vsandx import components as cid
+
+LAB_SEEDS = range(8)
+FIELD_SEEDS = range(4)
+CASES = [("lab", s) for s in LAB_SEEDS] + [("field", s) for s in FIELD_SEEDS]
+
+
+def _one(profile: str, seed: int, fault: str):  # type: ignore[no-untyped-def]
+    b = bundle(profile, 101, seed, (fault,))
+    (f,) = b.plan.faults
+    return b, f
+
+
+@pytest.mark.parametrize(("profile", "seed"), CASES)
+def test_packet_loss(profile: str, seed: int) -> None:
+    b, f = _one(profile, seed, "net.packet_loss")
+    host = b.cluster.hosts[f.host]
+    nic = host.nics[f.nic].name
+    pn = f"{host.uuid}|{nic}"
+    _, after = split(b, series(b, "vsan-pnic-net", pn, "rxCrcErr"), f.onset)
+    assert np.nansum(after) > 0
+    assert np.nanmedian(split(b, series(b, "vsan-pnic-net", pn, "rxPacketsLossRate"), f.onset)[1]) > 1.0
+    assert np.nanmedian(split(b, series(b, "vsan-pnic-net", pn, "portRxDrops"), f.onset)[1]) > 0.3
+    assert np.nanmedian(split(b, series(b, "vsan-host-net", host.uuid, "tcpTxRexmitRate"), f.onset)[1]) > 1.0
+    assert np.nanmedian(split(b, series(b, "vsan-host-net", host.uuid, "tcpRxErrRate"), f.onset)[1]) > 0.5
+    # not on healthy uplinks: no CRC errors, no loss beyond benign blips
+    for h in b.cluster.hosts:
+        for n in h.nics:
+            if (h.uuid, n.name) != (host.uuid, nic):
+                other = f"{h.uuid}|{n.name}"
+                assert np.nansum(series(b, "vsan-pnic-net", other, "rxCrcErr")) == 0
+                assert np.nanmax(series(b, "vsan-pnic-net", other, "rxPacketsLossRate")) < 0.5
+    # devices stay normal: no device of the cluster is slowed by a network fault
+    for d in b.cluster.hosts[f.host].disks:
+        et, u = disk_entity(d)
+        lat = series(b, et, u, "latencyDevDAvg")
+        before, after = split(b, lat, f.onset)
+        if len(before) > 5 and np.nanmedian(before) > 0:
+            assert np.nanmedian(after) < 2.5 * np.nanmedian(before) + 500
+
+
+def test_packet_loss_slows_other_hosts() -> None:
+    """DOM client latency rises cluster-wide for I/O that touches the lossy host."""
+    rises = 0
+    cases = [c for c in CASES if bundle(c[0], 101, c[1], ("net.packet_loss",)).plan.faults[0].onset > 10]
+    for profile, seed in cases:
+        b, f = _one(profile, seed, "net.packet_loss")
+        cl = b.cluster.uuid
+        lat = series(b, "cluster-domclient", cl, "latencyAvgRead") + series(b, "cluster-domclient", cl, "latencyAvgWrite")
+        before, after = split(b, lat, f.onset)
+        rises += np.nanmedian(after) > 1.05 * np.nanmedian(before[before > 0])
+    assert rises >= 0.8 * len(cases)
+
+
+@pytest.mark.parametrize(("profile", "seed"), CASES)
+def test_link_degraded(profile: str, seed: int) -> None:
+    b, f = _one(profile, seed, "net.link_degraded")
+    host = b.cluster.hosts[f.host]
+    nic = host.nics[f.nic]
+    folder = next((p for p in b.files if p.startswith(f"esx-{host.name}-") and p.endswith("nicinfo.sh.txt")), None)
+    if folder is not None:
+        row = next(line for line in b.files[folder].decode().splitlines() if line.startswith(nic.name + " "))
+        assert " 1000 " in row
+        assert ("Half" in row) == (f.variant == "duplex")
+    pn = f"{host.uuid}|{nic.name}"
+    rx, tx = series(b, "vsan-pnic-net", pn, "rxThroughput"), series(b, "vsan-pnic-net", pn, "txThroughput")
+    _, after = split(b, np.maximum(rx, tx), f.onset)
+    assert np.nanmax(after) < 1.2e8  # a 1 Gb/s link carries ~117 MB/s at most
+    assert np.nansum(series(b, "vsan-pnic-net", pn, "rxCrcErr")) == 0  # little or no packet error
+    for h in b.cluster.hosts:  # every other vSAN uplink runs at the designed speed
+        if h is not host:
+            assert h.nics[h.vsan_nic].speed_mbps == b.cluster.link_mbps
+
+
+@pytest.mark.parametrize(("profile", "seed"), CASES)
+def test_disk_latency(profile: str, seed: int) -> None:
+    b, f = _one(profile, seed, "disk.latency")
+    h, g, d = device(b, f.component)
+    et, u = disk_entity(d)
+    lat = series(b, et, u, "latencyDevDAvg")
+    _, after = split(b, lat, f.onset)
+    peers = [series(b, *disk_entity(o), "latencyDevDAvg") for _, grp in b.cluster.disk_groups
+             for o in (grp.cache, *grp.capacity) if o.tier == getattr(d, "tier") and o is not d]
+    peer_med = np.nanmedian([np.nanmedian(split(b, p, f.onset)[1]) for p in peers])
+    assert np.nanmedian(after) > 3 * peer_med
+    iops = series(b, et, u, "iopsDevRead") + series(b, et, u, "iopsDevWrite")
+    peer_iops = max(np.nanmedian(split(b, series(b, *disk_entity(o), "iopsDevRead"), f.onset)[1])
+                    + np.nanmedian(split(b, series(b, *disk_entity(o), "iopsDevWrite"), f.onset)[1])
+                    for _, grp in b.cluster.disk_groups for o in (grp.cache, *grp.capacity)
+                    if o.tier == getattr(d, "tier"))
+    assert np.nanmedian(split(b, iops, f.onset)[1]) <= 1.01 * peer_iops  # its iops are ordinary
+    text = host_logs(b, b.cluster.hosts[h].name)
+    if text:
+        assert scsi_failures(text, getattr(d, "dev"))
+        for o in b.cluster.hosts[h].disks:  # no other device of the host logs real trouble
+            if o is not d:
+                assert not scsi_failures(text, o.dev)
+    dg = b.cluster.disk_groups[g][1]
+    sched = series(b, "disk-group", dg.uuid, "latencySched")
+    before, after = split(b, sched, f.onset)
+    if len(before) > 5:
+        assert np.nanmedian(after) > np.nanmedian(before)
+
+
+@pytest.mark.parametrize(("profile", "seed"), CASES)
+def test_disk_hotspot(profile: str, seed: int) -> None:
+    b, f = _one(profile, seed, "disk.hotspot")
+    h, g, d = device(b, f.component)
+    assert getattr(d, "tier") == "capacity" and b.cluster.dedup and b.cluster.storage != "hybrid"
+    grp = b.cluster.disk_groups[g][1]
+    hot = np.nanmedian(split(b, series(b, "capacity-disk", getattr(d, "uuid"), "latencyDevRead"), f.onset)[1])
+    others = [np.nanmedian(split(b, series(b, "capacity-disk", o.uuid, "latencyDevRead"), f.onset)[1])
+              for o in grp.capacity if o is not d]
+    for o in others:
+        assert o < 500  # the group's other capacity SSDs stay near 0.1-0.2 ms
+        assert hot > 5 * o
+    text = host_logs(b, b.cluster.hosts[h].name)
+    assert not scsi_failures(text, getattr(d, "dev"))
+    assert "performance has deteriorated" not in text
+    cl = b.cluster.uuid
+    r = split(b, series(b, "cluster-domclient", cl, "iopsRead"), f.onset)[1]
+    w = split(b, series(b, "cluster-domclient", cl, "iopsWrite"), f.onset)[1]
+    assert np.nanmedian(r) > np.nanmedian(w)  # read-heavy
+    lists = [v.decode() for p, v in b.files.items() if p.endswith("localcli_vsan-storage-list.txt")]
+    assert all("Deduplication: true" in t for t in lists)
+
+
+@pytest.mark.parametrize(("profile", "seed"), CASES)
+def test_write_buffer(profile: str, seed: int) -> None:
+    b, f = _one(profile, seed, "dg.write_buffer")
+    h, grp = b.cluster.disk_groups[f.dg]
+    wb = series(b, "disk-group", grp.uuid, "wbFreePct")
+    cong = series(b, "disk-group", grp.uuid, "logCongestion")
+    _, after = split(b, wb, f.onset)
+    assert np.nanmin(after) < 20
+    assert np.nanmax(cong) >= 60
+    before, after = split(b, series(b, "disk-group", grp.uuid, "latencySched"), f.onset)
+    if len(before) > 5:
+        assert np.nanmax(after) > 1.5 * np.nanmedian(before)
+    text = host_logs(b, b.cluster.hosts[h].name)
+    if text:
+        logged = "Congestion State: Exceeded" in text
+        assert logged == (np.nanmax(cong) >= 200)
+    for g, (_, other) in enumerate(b.cluster.disk_groups):
+        if g != f.dg:  # other groups keep their buffer
+            assert np.nanmin(series(b, "disk-group", other.uuid, "wbFreePct")) > 15
+
+
+@pytest.mark.parametrize(("profile", "seed"), CASES)
+def test_cpu_contention(profile: str, seed: int) -> None:
+    b, f = _one(profile, seed, "host.cpu_contention")
+    host = b.cluster.hosts[f.host]
+    _, util = split(b, series(b, "host-cpu", host.uuid, "pcpuUtilPct"), f.onset)
+    _, ready = split(b, series(b, "vsan-cpu", host.uuid, "readyPct"), f.onset)
+    assert np.nanmedian(util) > 90
+    assert np.nanmedian(ready) > 5
+    for o in b.cluster.hosts:
+        if o is not host:
+            assert np.nanmax(series(b, "vsan-cpu", o.uuid, "readyPct")) < 5
+    for d in host.disks:  # no device anomaly on that host
+        assert np.nanmedian(series(b, *disk_entity(d), "latencyDevDAvg")) < 40000
+
+
+@pytest.mark.parametrize(("profile", "seed"), CASES)
+def test_low_oio(profile: str, seed: int) -> None:
+    b, f = _one(profile, seed, "cluster.low_oio")
+    cl = b.cluster.uuid
+    vmdks = int(b.workload.n_vmdk.sum())
+    _, oio = split(b, series(b, "cluster-domclient", cl, "oio"), f.onset)
+    assert np.nanmedian(oio) <= 1.05 * vmdks  # about one outstanding I/O per VM disk
+    lat = split(b, series(b, "cluster-domclient", cl, "latencyAvgRead"), f.onset)[1]
+    assert np.nanmedian(lat) < 5000
+    for grp in b.metrics["disk-group"].values():
+        assert np.nanmax(grp["logCongestion"]) < 30
+    for h in b.cluster.hosts:
+        text = host_logs(b, h.name)
+        assert all(not scsi_failures(text, d.dev) for d in h.disks)
+
+
+@pytest.mark.parametrize(("profile", "seed"), CASES)
+def test_resync(profile: str, seed: int) -> None:
+    b, f = _one(profile, seed, "cluster.resync")
+    busy = [h for h in b.cluster.hosts
+            if np.nanmedian(split(b, series(b, "host-domcompmgr", h.uuid, "tputResyncRead"), f.onset)[1][:10]) > 5e6]
+    assert len(busy) >= 2
+    rec = sum(series(b, "host-domcompmgr", h.uuid, "iopsRecWrite") for h in b.cluster.hosts)
+    assert np.nanmedian(split(b, rec, f.onset)[1][:10]) > 10
+
+
+def test_resync_raises_guest_latency() -> None:
+    rises, n = 0, 0
+    for profile, seed in CASES:
+        b, f = _one(profile, seed, "cluster.resync")
+        if f.onset < 10:
+            continue
+        cl = b.cluster.uuid
+        lat = series(b, "cluster-domclient", cl, "latencyAvgWrite")
+        before, after = split(b, lat, f.onset)
+        n += 1
+        rises += np.nanmedian(after[:10]) > 1.05 * np.nanmedian(before[before > 0])
+    assert n and rises >= 0.8 * n
+
+
+@pytest.mark.parametrize(("profile", "seed"), [("lab", s) for s in range(12)] + [("field", s) for s in range(6)])
+def test_healthy_bundles_show_no_signature(profile: str, seed: int) -> None:
+    b = bundle(profile, 202, seed, None)
+    faulty = {x.component for x in b.plan.faults}
+    resync = any(x.fault == "cluster.resync" for x in b.plan.faults)
+    for h in b.cluster.hosts:
+        if cid.host_id(h.name) not in faulty:
+            assert np.nanmax(series(b, "vsan-cpu", h.uuid, "readyPct")) < 5
+        text = host_logs(b, h.name)
+        for nic in h.nics:
+            comp = cid.nic_id(h.name, nic.name)
+            if comp not in faulty:
+                assert np.nansum(series(b, "vsan-pnic-net", f"{h.uuid}|{nic.name}", "rxCrcErr")) == 0
+        for d in h.disks:
+            if cid.disk_id(h.name, d.dev) not in faulty:
+                assert not scsi_failures(text, d.dev)
+    for g, (h, grp) in enumerate(b.cluster.disk_groups):
+        comp = cid.diskgroup_id(b.cluster.hosts[h].name, grp.cache.dev)
+        if comp not in faulty and not resync and not any(x.fault == "dg.write_buffer" for x in b.plan.faults):
+            assert np.nanmin(series(b, "disk-group", grp.uuid, "wbFreePct")) > 20
+    for comp in vsan_nics(b):
+        if comp not in faulty:
+            h = b.cluster.hosts[host_index(b, comp.split(":", 1)[1].split("/")[0])]
+            assert h.nics[h.vsan_nic].speed_mbps == b.cluster.link_mbps
+
+
+def test_labels_follow_the_plan() -> None:
+    for seed in range(10):
+        b = bundle("field", 303, seed, None)
+        faults = b.labels["faults"]
+        assert isinstance(faults, list)
+        comps = b.labels["components"]
+        assert isinstance(comps, dict)
+        assert sum(v != "none" for v in comps.values()) == len(faults) == len(b.plan.faults)
