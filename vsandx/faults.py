@@ -64,8 +64,7 @@ FAULTS: Final[dict[str, Fault]] = {
             "cluster.low_oio",
             "cluster",
             "Workload issues too few outstanding I/Os to reach its goal",
-            "Increase number of threads per disk from 1 to 2 (or to the value that reaches the goal); "
-            "more VMs/disks.",
+            "Increase number of threads per disk from 1 to 2 (or to the value that reaches the goal); more VMs/disks.",
         ),
         Fault(
             "cluster.resync",

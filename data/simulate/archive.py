@@ -14,27 +14,29 @@ MTIME = 1700000000  # fixed so that the same seed gives identical bytes
 
 def _tar_bytes(files: dict[str, bytes], level: int) -> bytes:
     raw = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=level) as gz:
-        with tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar:
-            dirs: set[str] = set()
-            for path in sorted(files):
-                parts = path.split("/")[:-1]
-                for i in range(1, len(parts) + 1):
-                    d = "/".join(parts[:i])
-                    if d not in dirs:
-                        dirs.add(d)
-                        info = tarfile.TarInfo(d)
-                        info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, MTIME
-                        tar.addfile(info)
-                data = files[path]
-                info = tarfile.TarInfo(path)
-                info.size, info.mode, info.mtime = len(data), 0o644, MTIME
-                info.uname = info.gname = "root"
-                tar.addfile(info, io.BytesIO(data))
+    with (
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=level) as gz,
+        tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar,
+    ):
+        dirs: set[str] = set()
+        for path in sorted(files):
+            parts = path.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                d = "/".join(parts[:i])
+                if d not in dirs:
+                    dirs.add(d)
+                    info = tarfile.TarInfo(d)
+                    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, MTIME
+                    tar.addfile(info)
+            data = files[path]
+            info = tarfile.TarInfo(path)
+            info.size, info.mode, info.mtime = len(data), 0o644, MTIME
+            info.uname = info.gname = "root"
+            tar.addfile(info, io.BytesIO(data))
     return raw.getvalue()
 
 
-def write_bundle(name: str, files: dict[str, bytes], out: Path, fmt: str, level: int = 3) -> Path:
+def write_bundle(name: str, files: dict[str, bytes], out: Path, fmt: str, level: int = 1) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     if fmt == "tgz":
         path = out / f"{name}.tgz"
@@ -57,8 +59,9 @@ def write_bundle(name: str, files: dict[str, bytes], out: Path, fmt: str, level:
                 loose[rel] = data
         with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED) as zf:
             for top in sorted(hosts):
-                zf.writestr(zipfile.ZipInfo(f"{top}.tgz", date_time=(2023, 11, 14, 22, 13, 20)),
-                            _tar_bytes(hosts[top], level))
+                zf.writestr(
+                    zipfile.ZipInfo(f"{top}.tgz", date_time=(2023, 11, 14, 22, 13, 20)), _tar_bytes(hosts[top], level)
+                )
             for rel in sorted(loose):
                 zi = zipfile.ZipInfo(rel, date_time=(2023, 11, 14, 22, 13, 20))
                 zi.compress_type = zipfile.ZIP_DEFLATED

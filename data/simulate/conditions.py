@@ -62,8 +62,8 @@ def build_conditions(cluster: Cluster, plan: Plan, rng: Rng) -> Conditions:
         a = int(rng.integers(n))
         w = int(rng.integers(max(2, n // 10), max(3, n // 3)))
         rate = rng.uniform(2e6, 15e6)
-        resync_r[a:a + w, g] += rate
-        resync_w[a:a + w, (g + 1 + int(rng.integers(max(1, n_g - 1)))) % n_g] += rate
+        resync_r[a : a + w, g] += rate
+        resync_w[a : a + w, (g + 1 + int(rng.integers(max(1, n_g - 1)))) % n_g] += rate
 
     for f in plan.faults:
         on = _after(n, f.onset)
@@ -93,12 +93,22 @@ def build_conditions(cluster: Cluster, plan: Plan, rng: Rng) -> Conditions:
             ready_extra[:, f.host] = on * (3 + 17 * s) * np.exp(rng.normal(0, 0.2, size=n))
         elif f.fault == "cluster.resync":
             _resync(rng, n, f.onset, s, cluster, resync_r, resync_w)
-    return Conditions(devices, dev_mult, hot, destage_mult, link_bps, half, loss, np.clip(cpu_base, 0, 1),
-                      ready_extra, resync_r, resync_w)
+    return Conditions(
+        devices,
+        dev_mult,
+        hot,
+        destage_mult,
+        link_bps,
+        half,
+        loss,
+        np.clip(cpu_base, 0, 1),
+        ready_extra,
+        resync_r,
+        resync_w,
+    )
 
 
-def _resync(rng: Rng, n: int, onset: int, s: float, cluster: Cluster, out_r: np.ndarray,
-            out_w: np.ndarray) -> None:
+def _resync(rng: Rng, n: int, onset: int, s: float, cluster: Cluster, out_r: np.ndarray, out_w: np.ndarray) -> None:
     """Rebuild after a host/disk event: reads from surviving replicas on several hosts, writes elsewhere."""
     dgs = cluster.disk_groups
     n_g = len(dgs)
@@ -110,7 +120,7 @@ def _resync(rng: Rng, n: int, onset: int, s: float, cluster: Cluster, out_r: np.
         dst = src
     dur = int(rng.integers(max(3, n // 4), n + 1))
     shape = np.zeros(n)
-    shape[onset:onset + dur] = 1.0
+    shape[onset : onset + dur] = 1.0
     shape *= np.clip((np.arange(n) - onset + 1) / 2.0, 0, 1)
     tail = np.clip((onset + dur - np.arange(n)) / max(2.0, dur / 5), 0, 1)  # tapers as it completes
     shape *= tail * np.exp(rng.normal(0, 0.08, size=n))

@@ -68,7 +68,7 @@ def _drop_samples(metrics: Metrics, n: int, rng: Rng) -> tuple[np.ndarray | None
     if rng.random() < 0.3:
         keep = np.ones(n, dtype=bool)
         a = int(rng.integers(1, n - 2))
-        keep[a:a + max(1, int(n * rng.uniform(0.02, 0.1)))] = False
+        keep[a : a + max(1, int(n * rng.uniform(0.02, 0.1)))] = False
     if rng.random() < 0.3:
         p = rng.uniform(0.005, 0.03)
         for entities in metrics.values():
@@ -84,14 +84,16 @@ def _drop_samples(metrics: Metrics, n: int, rng: Rng) -> tuple[np.ndarray | None
 def _extra_entities(metrics: Metrics, cluster: Cluster, rng: Rng) -> None:
     """Entity types real dumps carry that we do not model: the pipeline must skip them."""
     n = len(next(iter(metrics["cluster-domclient"].values()))["iopsRead"])
-    agg = {k: sum(m[k] for m in metrics["host-domcompmgr"].values()) for k in ("iopsRead", "iopsWrite")}
+    agg = {k: np.sum([m[k] for m in metrics["host-domcompmgr"].values()], axis=0) for k in ("iopsRead", "iopsWrite")}
     metrics["cluster-domcompmgr"] = {cluster.uuid: {**agg, "latencyAvgRead": np.full(n, 0.0) + 400}}
-    metrics["vsan-memory"] = {h.uuid: {"overallSlabUsedBytes": rng.uniform(1e9, 4e9) + np.zeros(n)}
-                              for h in cluster.hosts}
+    metrics["vsan-memory"] = {
+        h.uuid: {"overallSlabUsedBytes": rng.uniform(1e9, 4e9) + np.zeros(n)} for h in cluster.hosts
+    }
 
 
-def simulate_bundle(profile: str, seed: int, index: int, issue_rate: float | None = None,
-                    faults: Sequence[str] | None = None) -> Bundle:
+def simulate_bundle(
+    profile: str, seed: int, index: int, issue_rate: float | None = None, faults: Sequence[str] | None = None
+) -> Bundle:
     """Bundle `index` of the (profile, seed) stream; `faults` forces exactly those faults."""
     rng = bundle_rng(profile, seed, index)
     rate = DEFAULT_ISSUE_RATE[profile] if issue_rate is None else issue_rate
@@ -116,12 +118,27 @@ def simulate_bundle(profile: str, seed: int, index: int, issue_rate: float | Non
     lab = labels(cluster, plan, profile, seed)
     files["labels.json"] = (json.dumps(lab, indent=1) + "\n").encode()
     present = len({p.split("/", 1)[0] for p in files if p.startswith("esx-")})
-    return Bundle(name, files, lab, len(cluster.hosts), present, grid.n, grid.dt, cluster.storage, wl.mix,
-                  cluster, plan, wl, metrics, events)
+    return Bundle(
+        name,
+        files,
+        lab,
+        len(cluster.hosts),
+        present,
+        grid.n,
+        grid.dt,
+        cluster.storage,
+        wl.mix,
+        cluster,
+        plan,
+        wl,
+        metrics,
+        events,
+    )
 
 
-def _host_files(cluster: Cluster, plan: Plan, events: dict[int, list[Event]], dump: bytes, rng: Rng,
-                field: bool) -> dict[str, bytes]:
+def _host_files(
+    cluster: Cluster, plan: Plan, events: dict[int, list[Event]], dump: bytes, rng: Rng, field: bool
+) -> dict[str, bytes]:
     grid = plan.grid
     end = float(grid.times[-1] + grid.dt)
     collected = dt.datetime.fromtimestamp(end + rng.uniform(300, 3600), dt.UTC).strftime("%Y-%m-%d--%H.%M")
@@ -144,10 +161,16 @@ def _host_files(cluster: Cluster, plan: Plan, events: dict[int, list[Event]], du
                 nics[f.nic] = _degraded(nics[f.nic], f.variant)
         files[f"{top}/commands/nicinfo.sh.txt"] = esxcli.render_nicinfo(nics).encode()
         ctx = HostLogContext(
-            hostname=host.name, host_uuid=host.uuid, esxi_major=host.esxi_major, build=host.build,
-            n_cpus=host.n_cpus, devices=(host.boot_dev, *(d.dev for d in host.disks)),
-            disk_uuids=tuple(d.uuid for d in host.disks), nics=tuple(nics),
-            peer_uuids=tuple(o.uuid for o in cluster.hosts if o is not host))
+            hostname=host.name,
+            host_uuid=host.uuid,
+            esxi_major=host.esxi_major,
+            build=host.build,
+            n_cpus=host.n_cpus,
+            devices=(host.boot_dev, *(d.dev for d in host.disks)),
+            disk_uuids=tuple(d.uuid for d in host.disks),
+            nics=tuple(nics),
+            peer_uuids=tuple(o.uuid for o in cluster.hosts if o is not host),
+        )
         logs = render_host_logs(ctx, events[h], float(grid.times[0]), end, rng)
         for path, data in logs.items():
             files[f"{top}/{path}"] = data

@@ -157,9 +157,7 @@ class _Host:
             # the async VOB does not name the disk group; the throttle notice that follows it does
             node = f"Virtual SAN node {self.ctx.hostname} maximum {ct} {a['dg_uuid']} congestion reached."
             self.k(ms + self.r.n(1, 40), "LSOM: LSOM_ThrowCongestionVOB:3429: Throttled: " + node, "vsan")
-        self.v2(
-            ms, "vsan.lsom.congestionthreshold", "esx.problem" if state == "Exceeded" else "esx.clear", text
-        )
+        self.v2(ms, "vsan.lsom.congestionthreshold", "esx.problem" if state == "Exceeded" else "esx.clear", text)
 
     def ev_lsom_congestion(self, ms: int, a: Attrs) -> None:
         self._congestion(ms, a, "Exceeded", int(a["threshold"]))
@@ -285,9 +283,7 @@ class _Host:
             self.v(closed, corr, "esx.audit.ssh.session.closed", f"SSH session was closed for '{who}'.")
         else:
             op = f"Operation '{r.pick(('enable', 'disable'))}' for rule set {r.pick(_FW_RULES)} succeeded."
-            self.v(
-                ms, corr, "esx.audit.net.firewall.config.changed", "Firewall configuration has changed. " + op
-            )
+            self.v(ms, corr, "esx.audit.net.firewall.config.changed", "Firewall configuration has changed. " + op)
 
     def noise(self, start: float, end: float) -> None:
         u = self.r.u

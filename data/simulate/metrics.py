@@ -10,12 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from data.simulate.conditions import Conditions
-from data.simulate.netmetrics import network_metrics
+from data.simulate.netmetrics import Metrics, Series, network_metrics
 from data.simulate.physics import RESYNC_IO, State
 from data.simulate.topology import Cluster, Rng
 from data.simulate.workload import Workload
-
-from data.simulate.netmetrics import Metrics, Series
 
 
 def _wmean(x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -27,10 +25,14 @@ def _client(st: State, wl: Workload, rows: np.ndarray, cong_v: np.ndarray) -> Se
     r, w = st.iops_r[:, rows], st.iops_w[:, rows]
     lr, lw = st.lat_r[:, rows], st.lat_w[:, rows]
     return {
-        "iopsRead": r.sum(1), "iopsWrite": w.sum(1),
-        "throughputRead": (r * wl.size_r[rows]).sum(1), "throughputWrite": (w * wl.size_w[rows]).sum(1),
-        "latencyAvgRead": _wmean(lr, r) * 1e6, "latencyAvgWrite": _wmean(lw, w) * 1e6,
-        "congestion": _wmean(cong_v[:, rows], w + 1e-6), "oio": (r * lr + w * lw).sum(1),
+        "iopsRead": r.sum(1),
+        "iopsWrite": w.sum(1),
+        "throughputRead": (r * wl.size_r[rows]).sum(1),
+        "throughputWrite": (w * wl.size_w[rows]).sum(1),
+        "latencyAvgRead": _wmean(lr, r) * 1e6,
+        "latencyAvgWrite": _wmean(lw, w) * 1e6,
+        "congestion": _wmean(cong_v[:, rows], w + 1e-6),
+        "oio": (r * lr + w * lw).sum(1),
     }
 
 
@@ -41,9 +43,22 @@ def build_metrics(cluster: Cluster, wl: Workload, cond: Conditions, st: State, d
     dgs = cluster.disk_groups
     host_of_g = np.array([h for h, _ in dgs])
     cong_v = st.cong @ (wl.write_w / 2).T  # (T, V) congestion each VM's writes meet
-    out: Metrics = {k: {} for k in ("cluster-domclient", "host-domclient", "host-domcompmgr", "disk-group",
-                                    "cache-disk", "capacity-disk", "vsan-host-net", "vsan-pnic-net",
-                                    "host-cpu", "vsan-cpu", "virtual-machine")}
+    out: Metrics = {
+        k: {}
+        for k in (
+            "cluster-domclient",
+            "host-domclient",
+            "host-domcompmgr",
+            "disk-group",
+            "cache-disk",
+            "capacity-disk",
+            "vsan-host-net",
+            "vsan-pnic-net",
+            "host-cpu",
+            "vsan-cpu",
+            "virtual-machine",
+        )
+    }
     out["cluster-domclient"][cluster.uuid] = _client(st, wl, np.arange(len(wl.names)), cong_v)
 
     rs_r_h = np.zeros((n, n_h))
@@ -65,16 +80,22 @@ def build_metrics(cluster: Cluster, wl: Workload, cond: Conditions, st: State, d
         rs_lat = _wmean(st.dg_lat_r[:, mine], cond.resync_r[:, mine] + 1e-3) * 1e6 + 200.0
         lr, lw = _wmean(st.owner_lat_r, r_own) * 1e6, _wmean(st.owner_lat_w, w_own) * 1e6
         out["host-domcompmgr"][host.uuid] = {
-            "iopsRead": r_own.sum(1), "iopsWrite": w_own.sum(1), "latencyAvgRead": lr, "latencyAvgWrite": lw,
-            "iopsRecWrite": rec_iops, "latencyAvgRecWrite": np.where(rec_iops > 0.05, rec_lat, 0.0),
-            "iopsResyncRead": rs_iops, "tputResyncRead": rs_r_h[:, h],
+            "iopsRead": r_own.sum(1),
+            "iopsWrite": w_own.sum(1),
+            "latencyAvgRead": lr,
+            "latencyAvgWrite": lw,
+            "iopsRecWrite": rec_iops,
+            "latencyAvgRecWrite": np.where(rec_iops > 0.05, rec_lat, 0.0),
+            "iopsResyncRead": rs_iops,
+            "tputResyncRead": rs_r_h[:, h],
             "latAvgResyncRead": np.where(rs_iops > 0.05, rs_lat, 0.0),
             "congestion": st.cong[:, mine].max(1) if mine.any() else np.zeros(n),
             "oio": (r_own.sum(1) * lr + w_own.sum(1) * lw) / 1e6 + rec_iops * rec_lat / 1e6,
         }
         cpu = st.cpu_util[:, h] * 100
         out["host-cpu"][host.uuid] = {
-            "pcpuUtilPct": cpu, "coreUtilPct": np.minimum(100.0, cpu * 1.18),
+            "pcpuUtilPct": cpu,
+            "coreUtilPct": np.minimum(100.0, cpu * 1.18),
             "pcpuUsedPct": np.minimum(100.0, cpu * rng.uniform(0.82, 0.95)),
         }
         out["vsan-cpu"][host.uuid] = {"usedPct": st.vsan_cpu[:, h] * 100, "readyPct": st.ready[:, h]}
@@ -84,8 +105,12 @@ def build_metrics(cluster: Cluster, wl: Workload, cond: Conditions, st: State, d
     for v, uuid in enumerate(cluster.vm_uuids):
         r, w = st.iops_r[:, v], st.iops_w[:, v]
         out["virtual-machine"][uuid] = {
-            "iopsRead": r, "iopsWrite": w, "throughputRead": r * wl.size_r[v], "throughputWrite": w * wl.size_w[v],
-            "latencyRead": st.lat_r[:, v] * 1e6 + 15.0, "latencyWrite": st.lat_w[:, v] * 1e6 + 15.0,
+            "iopsRead": r,
+            "iopsWrite": w,
+            "throughputRead": r * wl.size_r[v],
+            "throughputWrite": w * wl.size_w[v],
+            "latencyRead": st.lat_r[:, v] * 1e6 + 15.0,
+            "latencyWrite": st.lat_w[:, v] * 1e6 + 15.0,
         }
     return out
 
@@ -97,30 +122,47 @@ def _disks(out: Metrics, cluster: Cluster, cond: Conditions, st: State, rng: Rng
         cap_util = st.dev_util[:, caps].max(1)
         sched = st.dg_r[:, g] + st.dg_w[:, g] + (cond.resync_r[:, g] + cond.resync_w[:, g]) / RESYNC_IO
         lat = (st.dg_r[:, g] * st.dg_lat_r[:, g] + st.dg_w[:, g] * st.dg_lat_w[:, g]) / np.maximum(
-            st.dg_r[:, g] + st.dg_w[:, g], 1e-9)
+            st.dg_r[:, g] + st.dg_w[:, g], 1e-9
+        )
         c = st.cong[:, g]
         small = rng.poisson(0.3, size=(n, 3)).astype(float)  # memory / slab / component: tiny, benign
         out["disk-group"][grp.uuid] = {
-            "iopsSched": sched, "latencySched": lat * 1e6, "wbFreePct": 100.0 * (1 - st.fill[:, g]),
-            "rcHitRate": 100.0 * st.rc_hit[:, g], "ssdCongestion": np.minimum(255.0, 0.9 * c + small[:, 0]),
-            "logCongestion": c, "memCongestion": small[:, 1], "slabCongestion": np.zeros(n),
+            "iopsSched": sched,
+            "latencySched": lat * 1e6,
+            "wbFreePct": 100.0 * (1 - st.fill[:, g]),
+            "rcHitRate": 100.0 * st.rc_hit[:, g],
+            "ssdCongestion": np.minimum(255.0, 0.9 * c + small[:, 0]),
+            "logCongestion": c,
+            "memCongestion": small[:, 1],
+            "slabCongestion": np.zeros(n),
             "iopsCongestion": 255.0 * np.clip((cap_util - 0.85) / 0.15, 0, 1) ** 2,
             "compCongestion": small[:, 2] * (cluster.dedup is True),
-            "oioWrite": st.dg_w[:, g] * st.dg_lat_w[:, g], "ssdBytesDrained": st.destage[:, g],
+            "oioWrite": st.dg_w[:, g] * st.dg_lat_w[:, g],
+            "ssdBytesDrained": st.destage[:, g],
         }
     for i, (_, _, d) in enumerate(cond.devices):
         kavg = 8e-6 + 4e-6 * st.dev_util[:, i] ** 2  # kernel queueing on top of the device
         r, w = st.dev_r[:, i], st.dev_w[:, i]
         davg = (r * st.dev_lat_r[:, i] + w * st.dev_lat_w[:, i]) / np.maximum(r + w, 1e-9)
         m = {
-            "iopsDevRead": r, "iopsDevWrite": w, "throughputDevRead": st.dev_rb[:, i],
-            "throughputDevWrite": st.dev_wb[:, i], "latencyDevRead": (st.dev_lat_r[:, i] + kavg) * 1e6,
-            "latencyDevWrite": (st.dev_lat_w[:, i] + kavg) * 1e6, "latencyDevDAvg": davg * 1e6,
+            "iopsDevRead": r,
+            "iopsDevWrite": w,
+            "throughputDevRead": st.dev_rb[:, i],
+            "throughputDevWrite": st.dev_wb[:, i],
+            "latencyDevRead": (st.dev_lat_r[:, i] + kavg) * 1e6,
+            "latencyDevWrite": (st.dev_lat_w[:, i] + kavg) * 1e6,
+            "latencyDevDAvg": davg * 1e6,
             "latencyDevGAvg": (davg + kavg) * 1e6,
         }
         if d.tier == "capacity":
-            m.update({"iopsRead": r, "iopsWrite": w, "latencyRead": (st.dev_lat_r[:, i] + 2 * kavg) * 1e6 + 20,
-                      "latencyWrite": (st.dev_lat_w[:, i] + 2 * kavg) * 1e6 + 20})
+            m.update(
+                {
+                    "iopsRead": r,
+                    "iopsWrite": w,
+                    "latencyRead": (st.dev_lat_r[:, i] + 2 * kavg) * 1e6 + 20,
+                    "latencyWrite": (st.dev_lat_w[:, i] + 2 * kavg) * 1e6 + 20,
+                }
+            )
             out["capacity-disk"][d.uuid] = m
         else:
             out["cache-disk"][d.uuid] = m

@@ -34,7 +34,10 @@ def network_metrics(out: Metrics, cluster: Cluster, cond: Conditions, st: State,
         lh = loss[:, h]
         over = np.clip(rho - 0.92, 0, None)
         m = {
-            "rxThroughput": rx, "txThroughput": tx, "rxPackets": rx_pk, "txPackets": tx_pk,
+            "rxThroughput": rx,
+            "txThroughput": tx,
+            "rxPackets": rx_pk,
+            "txPackets": tx_pk,
             "rxPacketsLossRate": 1000 * lh * rng.uniform(0.8, 1.1, n) + _sparse(rng, n, 0.02, 0.05),
             "txPacketsLossRate": 1000 * lh * 0.35 * rng.uniform(0.8, 1.2, n),
             "portRxDrops": 1000 * (0.4 * lh + 0.02 * over) + _sparse(rng, n, 0.02, 0.05),
@@ -46,20 +49,37 @@ def network_metrics(out: Metrics, cluster: Cluster, cond: Conditions, st: State,
         out["vsan-host-net"][host.uuid] = m
         for i, nic in enumerate(host.nics):
             out["vsan-pnic-net"][f"{host.uuid}|{nic.name}"] = _pnic(
-                rng, n, dt, i, host.vsan_nic, host.standby_nic, m, rho, lh, cond.half_duplex[:, h], nic.speed_mbps)
+                rng, n, dt, i, host.vsan_nic, host.standby_nic, m, rho, lh, cond.half_duplex[:, h], nic.speed_mbps
+            )
 
 
-def _pnic(rng: Rng, n: int, dt: float, i: int, vsan: int, standby: int | None, m: Series, rho: np.ndarray,
-          loss: np.ndarray, half: np.ndarray, speed: int) -> Series:
+def _pnic(
+    rng: Rng,
+    n: int,
+    dt: float,
+    i: int,
+    vsan: int,
+    standby: int | None,
+    m: Series,
+    rho: np.ndarray,
+    loss: np.ndarray,
+    half: np.ndarray,
+    speed: int,
+) -> Series:
     pauses_base = rng.poisson(0.15 * dt / 20, size=n) * (rng.random() < 0.35)
     if i == vsan:
         rx, tx = m["rxThroughput"], m["txThroughput"]
         rx_pk, tx_pk = m["rxPackets"], m["txPackets"]
         crc = rng.poisson(rx_pk * dt * loss * 0.6)
         return {
-            "rxThroughput": rx, "txThroughput": tx, "rxPackets": rx_pk, "txPackets": tx_pk,
-            "rxPacketsLossRate": m["rxPacketsLossRate"], "txPacketsLossRate": m["txPacketsLossRate"],
-            "portRxDrops": m["portRxDrops"], "portTxDrops": m["portTxDrops"],
+            "rxThroughput": rx,
+            "txThroughput": tx,
+            "rxPackets": rx_pk,
+            "txPackets": tx_pk,
+            "rxPacketsLossRate": m["rxPacketsLossRate"],
+            "txPacketsLossRate": m["txPacketsLossRate"],
+            "portRxDrops": m["portRxDrops"],
+            "portTxDrops": m["portTxDrops"],
             "pauseCount": pauses_base + rng.poisson(60 * np.clip(rho - 0.85, 0, None) * dt),
             "rxErr": crc + rng.poisson(rx_pk * dt * loss * 0.1),
             "txErr": rng.poisson(tx_pk * dt * 4e-4 * half),  # late collisions on a half-duplex link
@@ -73,8 +93,16 @@ def _pnic(rng: Rng, n: int, dt: float, i: int, vsan: int, standby: int | None, m
         rx = smooth(rng, n, 1, max(3, n // 15), 1e6, min(6e7, speed / 8 * 1e6 * 0.3))[:, 0]  # VM network
     tx = rx * rng.uniform(0.3, 1.2)
     return {
-        "rxThroughput": rx, "txThroughput": tx, "rxPackets": rx / 900, "txPackets": tx / 900,
-        "rxPacketsLossRate": _sparse(rng, n, 0.01, 0.05), "txPacketsLossRate": np.zeros(n),
-        "portRxDrops": _sparse(rng, n, 0.02, 0.1), "portTxDrops": np.zeros(n), "pauseCount": pauses_base,
-        "rxErr": np.zeros(n), "txErr": np.zeros(n), "rxCrcErr": np.zeros(n),
+        "rxThroughput": rx,
+        "txThroughput": tx,
+        "rxPackets": rx / 900,
+        "txPackets": tx / 900,
+        "rxPacketsLossRate": _sparse(rng, n, 0.01, 0.05),
+        "txPacketsLossRate": np.zeros(n),
+        "portRxDrops": _sparse(rng, n, 0.02, 0.1),
+        "portTxDrops": np.zeros(n),
+        "pauseCount": pauses_base,
+        "rxErr": np.zeros(n),
+        "txErr": np.zeros(n),
+        "rxCrcErr": np.zeros(n),
     }

@@ -9,8 +9,10 @@ from data.simulate.netmetrics import Metrics
 
 HEAD = "--------------SOAP stats dump--------------"
 SEP = "--------------Stats Segment Separator--------------"
-OBJ = ('<obj xmlns="urn:vim25" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
-       'xsi:type="ArrayOfVsanPerfEntityMetricCSV">')
+OBJ = (
+    '<obj xmlns="urn:vim25" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
+    'xsi:type="ArrayOfVsanPerfEntityMetricCSV">'
+)
 
 
 def _decimals(label: str) -> int:
@@ -18,20 +20,20 @@ def _decimals(label: str) -> int:
     low = label.lower()
     if "lossrate" in low or label in ("portRxDrops", "portTxDrops", "tcpTxRexmitRate", "tcpRxErrRate"):
         return 2
-    if low.endswith("pct") or low.endswith("rate") or low.startswith("iops") or label in ("oio", "oioWrite"):
+    if low.endswith("pct") or low.endswith("rate") or label in ("oio", "oioWrite"):
         return 1
     return 0
 
 
 def format_values(x: np.ndarray, decimals: int) -> str:
     """Comma-separated values; NaN is a missing sample, printed `None` as the service does."""
-    y = np.nan_to_num(np.maximum(x, 0.0), nan=-1.0)  # counters are never negative
+    missing = np.isnan(x).any()
+    y = np.maximum(np.nan_to_num(x, nan=-1.0) if missing else x, 0.0 if not missing else -1.0)
     if decimals == 0:
-        txt = map(str, np.rint(y).astype(np.int64).tolist())
+        s = ",".join(map(str, np.rint(y).astype(np.int64).tolist()))
     else:
-        txt = map(f"%.{decimals}f".__mod__, y.tolist())
-    s = ",".join(txt)
-    if np.isnan(x).any():
+        s = ",".join(map(f"%.{decimals}f".__mod__, y.tolist()))
+    if missing:
         s = ",".join("None" if v.startswith("-1") else v for v in s.split(","))
     return s
 
@@ -41,8 +43,13 @@ def sample_info(times: np.ndarray) -> str:
     return ",".join(t.replace("T", " ") for t in iso.tolist())
 
 
-def render_dump(metrics: Metrics, times: np.ndarray, interval: int, keep: np.ndarray | None = None,
-                empty: frozenset[str] = frozenset()) -> str:
+def render_dump(
+    metrics: Metrics,
+    times: np.ndarray,
+    interval: int,
+    keep: np.ndarray | None = None,
+    empty: frozenset[str] = frozenset(),
+) -> str:
     """The whole dump. `keep` (T,) bool drops samples the service never collected (gaps);
     entity ids in `empty` are listed with no data yet (a disk or host that just joined)."""
     sel = np.ones(len(times), dtype=bool) if keep is None else keep
@@ -53,14 +60,18 @@ def render_dump(metrics: Metrics, times: np.ndarray, interval: int, keep: np.nda
         for eid, series in entities.items():
             ref = f"{etype}:{eid}"
             if ref in empty:
-                parts.append(f"<VsanPerfEntityMetricCSV><entityRefId>{ref}</entityRefId><sampleInfo></sampleInfo>"
-                             "</VsanPerfEntityMetricCSV>")
+                parts.append(
+                    f"<VsanPerfEntityMetricCSV><entityRefId>{ref}</entityRefId><sampleInfo></sampleInfo>"
+                    "</VsanPerfEntityMetricCSV>"
+                )
                 continue
             parts.append(f"<VsanPerfEntityMetricCSV><entityRefId>{ref}</entityRefId><sampleInfo>{info}</sampleInfo>")
             for label, vals in series.items():
-                parts.append(f"<value><metricId><label>{label}</label><metricsCollectInterval>{interval}"
-                             f"</metricsCollectInterval></metricId><values>"
-                             f"{format_values(vals[sel], _decimals(label))}</values></value>")
+                parts.append(
+                    f"<value><metricId><label>{label}</label><metricsCollectInterval>{interval}"
+                    f"</metricsCollectInterval></metricId><values>"
+                    f"{format_values(vals[sel], _decimals(label))}</values></value>"
+                )
             parts.append("</VsanPerfEntityMetricCSV>")
         parts.append("</obj>")
         docs.append("".join(parts))

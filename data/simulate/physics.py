@@ -55,16 +55,25 @@ class State:
     ready: np.ndarray  # (T, H) vSAN world ready %
 
 
-def _write_buffer(in_b: np.ndarray, wb: np.ndarray, cap: np.ndarray, dt: float,
-                  fill0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _write_buffer(
+    in_b: np.ndarray, wb: np.ndarray, cap: np.ndarray, dt: float, fill0: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Buffer fill and destage rate per sample. Destage chases the writes and drains toward 30 %
     over ~15 minutes, but never faster than the capacity tier absorbs."""
     fill, drained = np.empty_like(in_b), np.empty_like(in_b)
     f = fill0.copy()
+    pull = wb / 900.0
+    step = dt / wb
+    want = np.empty_like(f)
     for t in range(in_b.shape[0]):
-        d = np.clip(in_b[t] + (f - 0.3) * wb / 900.0, 0.0, cap[t])
-        f = np.clip(f + (in_b[t] - d) * dt / wb, 0.0, 1.0)
-        fill[t], drained[t] = f, d
+        # plain ufuncs with out=: this loop runs T x iterations times, np.clip's overhead shows
+        np.multiply(f - 0.3, pull, out=want)
+        want += in_b[t]
+        d = drained[t]
+        np.minimum(np.maximum(want, 0.0, out=d), cap[t], out=d)
+        f += (in_b[t] - d) * step
+        np.minimum(np.maximum(f, 0.0, out=f), 1.0, out=f)
+        fill[t] = f
     return fill, drained
 
 
@@ -84,8 +93,9 @@ def congestion_delay(cong: np.ndarray) -> np.ndarray:
     return 20 * US * (np.exp(cong / 40.0) - 1.0)
 
 
-def solve(cluster: Cluster, wl: Workload, cond: Conditions, dt: float, fill0: np.ndarray,
-          iterations: int = 10) -> State:
+def solve(
+    cluster: Cluster, wl: Workload, cond: Conditions, dt: float, fill0: np.ndarray, iterations: int = 10
+) -> State:
     n, n_v = wl.oio.shape
     n_h = len(cluster.hosts)
     groups = [g for _, g in cluster.disk_groups]
@@ -130,7 +140,7 @@ def solve(cluster: Cluster, wl: Workload, cond: Conditions, dt: float, fill0: np
         dg_r, dg_w = ri @ wl.read_w, wi @ wl.write_w  # (T, G)
         dg_rb, dg_wb = rb @ wl.read_w, wbytes @ wl.write_w
         # destage gets what guest reads leave of the capacity devices
-        free = (np.clip(0.92 - read_util, 0.05, None) * destage_dev * cond.dev_mult ** -1) @ member
+        free = (np.clip(0.92 - read_util, 0.05, None) * destage_dev * cond.dev_mult**-1) @ member
         fill, destage = _write_buffer(dg_wb + cond.resync_w, wb, np.minimum(destage_cap, free), dt, fill0)
         cong = congestion(fill)
 
@@ -145,13 +155,16 @@ def solve(cluster: Cluster, wl: Workload, cond: Conditions, dt: float, fill0: np
         cap_reads = dg_r * (1 - cache_share) + rs_r_iops  # (T, G)
         hot_g = cond.hot @ cap_member  # (T, G) share of each group's capacity reads that is hot
         share = (1 - hot_g[:, dev_g]) / n_cap[dev_g] + cond.hot  # (T, D) for capacity devices
-        dev_r = np.where(is_cache, (dg_r * cache_share)[:, dev_g] + (destage / DESTAGE_IO)[:, dev_g],
-                         cap_reads[:, dev_g] * share)
+        dev_r = np.where(
+            is_cache, (dg_r * cache_share)[:, dev_g] + (destage / DESTAGE_IO)[:, dev_g], cap_reads[:, dev_g] * share
+        )
         dev_w = np.where(is_cache, (dg_w + rs_w_iops)[:, dev_g], (destage / DESTAGE_IO / n_cap)[:, dev_g])
-        rsz = np.where(is_cache, read_size[:, dev_g], (read_size * dg_r + cond.resync_r)[:, dev_g]
-                       / np.maximum(cap_reads[:, dev_g], 1e-9))
-        wsz = np.where(is_cache, ((dg_wb + cond.resync_w) / np.maximum(dg_w + rs_w_iops, 1e-9))[:, dev_g],
-                       DESTAGE_IO)
+        rsz = np.where(
+            is_cache,
+            read_size[:, dev_g],
+            (read_size * dg_r + cond.resync_r)[:, dev_g] / np.maximum(cap_reads[:, dev_g], 1e-9),
+        )
+        wsz = np.where(is_cache, ((dg_wb + cond.resync_w) / np.maximum(dg_w + rs_w_iops, 1e-9))[:, dev_g], DESTAGE_IO)
         svc_r = svc * cond.dev_mult + rsz / bw
         # destage writes are elevator-sorted: far cheaper than random writes on a spindle
         svc_w = svc * cond.dev_mult * np.where(is_cache, 1.0, 0.25) + wsz / bw
@@ -163,8 +176,9 @@ def solve(cluster: Cluster, wl: Workload, cond: Conditions, dt: float, fill0: np
         hot_iops = cap_reads[:, dev_g] * cond.hot
         # the device takes ~128 commands; past ~12 ms the excess waits in the kernel queue instead
         hot_lat = np.minimum(svc_r * queue_factor(hot_iops * svc_r), 12.5e-3)
-        dev_lat_r = np.where(hot_iops > 0, (hot_iops * hot_lat + (dev_r - hot_iops) * dev_lat_r)
-                             / np.maximum(dev_r, 1e-9), dev_lat_r)
+        dev_lat_r = np.where(
+            hot_iops > 0, (hot_iops * hot_lat + (dev_r - hot_iops) * dev_lat_r) / np.maximum(dev_r, 1e-9), dev_lat_r
+        )
         cache_r = (dev_lat_r * is_cache) @ member  # (T, G) the cache device's read latency
         cap_r = ((dev_r * dev_lat_r) @ cap_member) / np.maximum(dev_r @ cap_member, 1e-9)
         # resync I/Os are large and share the group's scheduler with guest I/O
@@ -180,10 +194,16 @@ def solve(cluster: Cluster, wl: Workload, cond: Conditions, dt: float, fill0: np
         per_byte = queue_factor(rho) / cond.link_bps  # (T, H) s/B
         lost = cond.loss * 25e-3  # expected delay per lost packet: fast retransmits and ~1 in 8 RTOs
         pk_r, pk_w = np.ceil(wl.size_r / pkt) + 1, np.ceil(wl.size_w / pkt) + 1
-        net_r = 25 * US * wl.net["cross_r"].sum(1) + (per_byte @ wl.net["cross_r"].T) * wl.size_r \
+        net_r = (
+            25 * US * wl.net["cross_r"].sum(1)
+            + (per_byte @ wl.net["cross_r"].T) * wl.size_r
             + (lost @ wl.net["cross_r"].T) * pk_r
-        net_w = 25 * US * wl.net["cross_w"].sum(1) + (per_byte @ wl.net["cross_w"].T) * wl.size_w \
+        )
+        net_w = (
+            25 * US * wl.net["cross_w"].sum(1)
+            + (per_byte @ wl.net["cross_w"].T) * wl.size_w
             + (lost @ wl.net["cross_w"].T) * pk_w
+        )
 
         # CPU: vSAN worlds on a busy host wait to run
         served = (iops @ wl.owner_w) + (ri + 2 * wi) @ rep_host + (rs_r_iops + rs_w_iops) @ g_host
@@ -199,6 +219,33 @@ def solve(cluster: Cluster, wl: Workload, cond: Conditions, dt: float, fill0: np
         lat_r = new_r if it == 0 else 0.5 * (lat_r + new_r)
         lat_w = new_w if it == 0 else 0.5 * (lat_w + new_w)
 
-    return State(wl.rf * iops, (1 - wl.rf) * iops, lat_r, lat_w, client_hit, own_r, own_w, dg_r, dg_w,
-                 dg_lat_r, dg_lat_w, fill, destage, cong, rc_hit, dev_r, dev_w, dev_r * rsz, dev_w * wsz,
-                 dev_lat_r, dev_lat_w, util, tx, rx, rho, cpu_util, vsan_cpu, ready)
+    return State(
+        wl.rf * iops,
+        (1 - wl.rf) * iops,
+        lat_r,
+        lat_w,
+        client_hit,
+        own_r,
+        own_w,
+        dg_r,
+        dg_w,
+        dg_lat_r,
+        dg_lat_w,
+        fill,
+        destage,
+        cong,
+        rc_hit,
+        dev_r,
+        dev_w,
+        dev_r * rsz,
+        dev_w * wsz,
+        dev_lat_r,
+        dev_lat_w,
+        util,
+        tx,
+        rx,
+        rho,
+        cpu_util,
+        vsan_cpu,
+        ready,
+    )

@@ -50,8 +50,15 @@ def _onset(rng: Rng, n: int, from_start_p: float) -> int:
 
 def candidates(cluster: Cluster) -> list[str]:
     """Fault ids this hardware can show (a hotspot needs all-flash with dedup)."""
-    out = ["net.packet_loss", "net.link_degraded", "disk.latency", "dg.write_buffer",
-           "host.cpu_contention", "cluster.low_oio", "cluster.resync"]
+    out = [
+        "net.packet_loss",
+        "net.link_degraded",
+        "disk.latency",
+        "dg.write_buffer",
+        "host.cpu_contention",
+        "cluster.low_oio",
+        "cluster.resync",
+    ]
     if cluster.storage != "hybrid" and cluster.dedup:
         out.insert(3, "disk.hotspot")
     return out
@@ -82,8 +89,16 @@ def choose(cluster: Cluster, fault: str, onset: int, rng: Rng, taken: set[str]) 
                 pool = group.capacity  # capacity devices far outnumber cache devices in the field
             d = pool[int(rng.integers(len(pool)))]
             variant = str(rng.choice(["medium", "hardware", "timeout"], p=[0.5, 0.2, 0.3]))
-            inj = Injected(fault, cid.disk_id(hn, d.dev), onset, sev, host=hh, dg=g, disk=d.dev,
-                           variant=variant if fault == "disk.latency" else "")
+            inj = Injected(
+                fault,
+                cid.disk_id(hn, d.dev),
+                onset,
+                sev,
+                host=hh,
+                dg=g,
+                disk=d.dev,
+                variant=variant if fault == "disk.latency" else "",
+            )
     elif fault == "host.cpu_contention":
         inj = Injected(fault, cid.host_id(host.name), onset, sev, host=h)
     else:
@@ -91,8 +106,7 @@ def choose(cluster: Cluster, fault: str, onset: int, rng: Rng, taken: set[str]) 
     return None if inj.component in taken else inj
 
 
-def make_plan(cluster: Cluster, grid: Grid, issue_rate: float, rng: Rng,
-              force: Sequence[str] | None = None) -> Plan:
+def make_plan(cluster: Cluster, grid: Grid, issue_rate: float, rng: Rng, force: Sequence[str] | None = None) -> Plan:
     """Draw the bundle's faults; `force` names them instead (tests, balanced datasets)."""
     plan = Plan(grid)
     draw = rng.random()
@@ -142,7 +156,12 @@ def labels(cluster: Cluster, plan: Plan, profile: str, seed: int) -> dict[str, o
     for f in plan.faults:
         comps[f.component] = f.fault
         t = int(plan.grid.times[f.onset])
-        faults.append({"component": f.component, "fault": f.fault,
-                       "onset": np.datetime_as_string(np.datetime64(t, "s")) + "Z", "severity": f.severity})
-    return {"schema": "vsandx.labels/1", "profile": profile, "seed": seed, "components": comps,
-            "faults": faults}
+        faults.append(
+            {
+                "component": f.component,
+                "fault": f.fault,
+                "onset": np.datetime_as_string(np.datetime64(t, "s")) + "Z",
+                "severity": f.severity,
+            }
+        )
+    return {"schema": "vsandx.labels/1", "profile": profile, "seed": seed, "components": comps, "faults": faults}

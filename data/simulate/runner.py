@@ -26,11 +26,20 @@ def _one(index: int, profile: str, seed: int, issue_rate: float | None, out: Pat
     path = write_bundle(b.name, b.files, out, fmt)
     faults = b.labels["faults"]
     assert isinstance(faults, list)
-    return {"name": b.name, "path": path.name, "faults": [f["fault"] for f in faults],
-            "components": len(b.labels["components"]),  # type: ignore[arg-type]
-            "hosts": b.hosts, "hosts_present": b.hosts_present, "samples": b.samples, "interval": b.interval,
-            "storage": b.storage, "workload": b.mix, "bytes": _size(path),
-            "seconds": round(time.perf_counter() - t0, 4)}
+    return {
+        "name": b.name,
+        "path": path.name,
+        "faults": [f["fault"] for f in faults],
+        "components": len(b.labels["components"]),  # type: ignore[arg-type]
+        "hosts": b.hosts,
+        "hosts_present": b.hosts_present,
+        "samples": b.samples,
+        "interval": b.interval,
+        "storage": b.storage,
+        "workload": b.mix,
+        "bytes": _size(path),
+        "seconds": round(time.perf_counter() - t0, 4),
+    }
 
 
 def _size(path: Path) -> int:
@@ -48,8 +57,16 @@ def _run(job: partial[dict[str, Any]], n: int, workers: int) -> Iterator[dict[st
         yield from pool.imap(job, range(n), chunksize=max(1, min(16, n // (workers * 8))))
 
 
-def simulate_many(profile: str, n: int, out: Path, seed: int = 0, fmt: str = "tgz", workers: int = 0,
-                  issue_rate: float | None = None, progress: bool = True) -> list[dict[str, Any]]:
+def simulate_many(
+    profile: str,
+    n: int,
+    out: Path,
+    seed: int = 0,
+    fmt: str = "tgz",
+    workers: int = 0,
+    issue_rate: float | None = None,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; expected one of {PROFILES}")
     out.mkdir(parents=True, exist_ok=True)
@@ -61,9 +78,16 @@ def simulate_many(profile: str, n: int, out: Path, seed: int = 0, fmt: str = "tg
         for r in _run(job, n, workers):
             results.append(r)
             bar.update()
-    config = {"schema": SCHEMA, "profile": profile, "n": n, "seed": seed, "format": fmt,
-              "issue_rate": DEFAULT_ISSUE_RATE[profile] if issue_rate is None else issue_rate,
-              "workers": workers, "seconds": round(time.perf_counter() - t0, 3)}
+    config = {
+        "schema": SCHEMA,
+        "profile": profile,
+        "n": n,
+        "seed": seed,
+        "format": fmt,
+        "issue_rate": DEFAULT_ISSUE_RATE[profile] if issue_rate is None else issue_rate,
+        "workers": workers,
+        "seconds": round(time.perf_counter() - t0, 3),
+    }
     manifest = out / f"simulation-{profile}-s{seed}.json"
     manifest.write_text(json.dumps({**config, "bundles": results}, indent=1) + "\n")
     return results
@@ -75,7 +99,8 @@ def summarise(results: list[dict[str, Any]], out: Path) -> str:
     storage = Counter(r["storage"] for r in results)
     lines = [
         f"wrote {len(results)} bundles to {out}",
-        f"  with a fault: {n_faulty} ({100 * n_faulty / max(1, len(results)):.0f} %), healthy: {len(results) - n_faulty}",
+        f"  with a fault: {n_faulty} ({100 * n_faulty / max(1, len(results)):.0f} %), "
+        f"healthy: {len(results) - n_faulty}",
         "  faults: " + (", ".join(f"{k} {v}" for k, v in sorted(faults.items())) or "none"),
         "  storage: " + ", ".join(f"{k} {v}" for k, v in sorted(storage.items())),
         f"  hosts: {min(r['hosts'] for r in results)}-{max(r['hosts'] for r in results)}, "

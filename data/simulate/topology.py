@@ -117,9 +117,18 @@ def _nics(rng: Rng, n: int, vsan_idx: int, standby: int | None, link: int, mtu: 
         speed = 1000 if i == 0 and rng.random() < 0.5 else link
         drv, desc = _NIC_HW[speed if speed in _NIC_HW else 10000]
         bus = 2 + i // 2
-        out.append(NicInfo(
-            name=f"vmnic{i}", pci=f"0000:{bus:02x}:00.{i % 2}", driver=drv, mac=_mac(rng), speed_mbps=speed,
-            duplex="Full", mtu=mtu if i in (vsan_idx, standby) else 1500, description=desc))
+        out.append(
+            NicInfo(
+                name=f"vmnic{i}",
+                pci=f"0000:{bus:02x}:00.{i % 2}",
+                driver=drv,
+                mac=_mac(rng),
+                speed_mbps=speed,
+                duplex="Full",
+                mtu=mtu if i in (vsan_idx, standby) else 1500,
+                description=desc,
+            )
+        )
     return out
 
 
@@ -137,8 +146,10 @@ def _disk_group(rng: Rng, storage: str, n_cap: int, dedup: bool) -> DiskGroup:
         cache_gb = int(rng.choice([800, 1600]))
         wb = min(cache_gb, 600) * 1e9
     cache = Disk(_uuid(rng, "52"), _naa(rng, cache_hw), "cache", cache_hw, cache_gb)
-    caps = [Disk(_uuid(rng, "52"), _naa(rng, cap_hw), "capacity", cap_hw, int(rng.choice([1200, 1920, 3840])))
-            for _ in range(n_cap)]
+    caps = [
+        Disk(_uuid(rng, "52"), _naa(rng, cap_hw), "capacity", cap_hw, int(rng.choice([1200, 1920, 3840])))
+        for _ in range(n_cap)
+    ]
     # Destage is partly sequential: a spindle absorbs ~35 % of its streaming rate, flash ~50 %
     # (less with dedup/compression, which does the work inline on destage).
     eff = 0.35 if cap_hw.media == "hdd" else (0.3 if dedup else 0.5)
@@ -146,8 +157,13 @@ def _disk_group(rng: Rng, storage: str, n_cap: int, dedup: bool) -> DiskGroup:
     return DiskGroup(cache, caps, wb, destage)
 
 
-_NAME_STYLES = ("esx-{i:02d}.{dom}", "esx{i:02d}.{dom}", "vsan-node-{i:02d}.{dom}", "hv{i:03d}.{dom}",
-                "{site}-esx-{i:02d}.{dom}")
+_NAME_STYLES = (
+    "esx-{i:02d}.{dom}",
+    "esx{i:02d}.{dom}",
+    "vsan-node-{i:02d}.{dom}",
+    "hv{i:03d}.{dom}",
+    "{site}-esx-{i:02d}.{dom}",
+)
 _DOMAINS = ("corp.example.com", "dc1.example.net", "vmware.lab", "prod.example.org", "cloud.example.io")
 _BUILDS = {7: ("7.0.3-21686933", "7.0.3-22348816", "7.0.3-23794027"), 8: ("8.0.2-22380479", "8.0.3-24022510")}
 
@@ -161,13 +177,35 @@ def build_cluster(profile: str, rng: Rng, dedup_flash: bool = False) -> Cluster:
     raise ValueError(f"unknown profile {profile!r}")
 
 
-def _host(rng: Rng, name: str, storage: str, dedup: bool, n_dg: int, caps: list[int], n_nics: int,
-          vsan_idx: int, standby: int | None, link: int, mtu: int, esxi: int, n_cpus: int, ip: str) -> Host:
+def _host(
+    rng: Rng,
+    name: str,
+    storage: str,
+    dedup: bool,
+    n_dg: int,
+    caps: list[int],
+    n_nics: int,
+    vsan_idx: int,
+    standby: int | None,
+    link: int,
+    mtu: int,
+    esxi: int,
+    n_cpus: int,
+    ip: str,
+) -> Host:
     return Host(
-        name=name, uuid=_uuid(rng), esxi_major=esxi, build=str(rng.choice(_BUILDS[esxi])), n_cpus=n_cpus,
+        name=name,
+        uuid=_uuid(rng),
+        esxi_major=esxi,
+        build=str(rng.choice(_BUILDS[esxi])),
+        n_cpus=n_cpus,
         disk_groups=[_disk_group(rng, storage, caps[i], dedup) for i in range(n_dg)],
-        nics=_nics(rng, n_nics, vsan_idx, standby, link, mtu), vsan_nic=vsan_idx, standby_nic=standby,
-        vmk_ip=ip, boot_dev=f"naa.600508b1{rng.bytes(4).hex()}")
+        nics=_nics(rng, n_nics, vsan_idx, standby, link, mtu),
+        vsan_nic=vsan_idx,
+        standby_nic=standby,
+        vmk_ip=ip,
+        boot_dev=f"naa.600508b1{rng.bytes(4).hex()}",
+    )
 
 
 def _lab(rng: Rng, dedup_flash: bool) -> Cluster:
@@ -176,8 +214,22 @@ def _lab(rng: Rng, dedup_flash: bool) -> Cluster:
     allflash = rng.random() < 0.3 or dedup_flash
     storage, dedup = ("allflash", True) if allflash else ("hybrid", False)
     hosts = [
-        _host(rng, f"esx-{i + 1:02d}.lab.local", storage, dedup, 2, [3, 3], 4, 1, 2, 10000, 9000, 7, 24,
-              f"192.168.50.{11 + i}")
+        _host(
+            rng,
+            f"esx-{i + 1:02d}.lab.local",
+            storage,
+            dedup,
+            2,
+            [3, 3],
+            4,
+            1,
+            2,
+            10000,
+            9000,
+            7,
+            24,
+            f"192.168.50.{11 + i}",
+        )
         for i in range(4)
     ]
     return Cluster("lab", _uuid(rng, "52"), storage, dedup, 10000, 9000, hosts)
@@ -203,8 +255,22 @@ def _field(rng: Rng, dedup_flash: bool) -> Cluster:
     site = str(rng.choice(["ams", "fra", "nyc", "sjc", "sg"]))
     net = int(rng.integers(10, 250))
     hosts = [
-        _host(rng, style.format(i=i + 1, dom=dom, site=site), storage, dedup, n_dg, [n_cap] * n_dg, n_nics,
-              vsan_idx, standby, link, mtu, esxi, n_cpus, f"10.{net}.{i // 200}.{10 + i % 200}")
+        _host(
+            rng,
+            style.format(i=i + 1, dom=dom, site=site),
+            storage,
+            dedup,
+            n_dg,
+            [n_cap] * n_dg,
+            n_nics,
+            vsan_idx,
+            standby,
+            link,
+            mtu,
+            esxi,
+            n_cpus,
+            f"10.{net}.{i // 200}.{10 + i % 200}",
+        )
         for i in range(n_hosts)
     ]
     return Cluster("field", _uuid(rng, "52"), storage, dedup, link, mtu, hosts)

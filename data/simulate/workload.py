@@ -52,7 +52,7 @@ def _bursts(rng: Rng, n: int, cols: int, per_col: float) -> np.ndarray:
         for _ in range(rng.poisson(per_col)):
             a = int(rng.integers(n))
             w = int(rng.integers(max(2, n // 40), max(3, n // 8)))
-            out[a:a + w, c] *= rng.uniform(1.5, 4.0)
+            out[a : a + w, c] *= rng.uniform(1.5, 4.0)
     return out
 
 
@@ -67,8 +67,9 @@ PROFILES: dict[str, tuple[float, int, int, float]] = {
 HCIBENCH = ((0.7, 4), (1.0, 4), (0.0, 64), (0.5, 8), (0.0, 256), (0.9, 32))  # (read share, KiB)
 
 
-def _placement(cluster: Cluster, client: np.ndarray, n_vmdk: np.ndarray, rng: Rng,
-               pin_dg: dict[int, int]) -> dict[str, np.ndarray]:
+def _placement(
+    cluster: Cluster, client: np.ndarray, n_vmdk: np.ndarray, rng: Rng, pin_dg: dict[int, int]
+) -> dict[str, np.ndarray]:
     """Replica placement (RAID-1, FTT=1): each vmdk has two replicas on disk groups of two hosts.
 
     Returns (V, G) read/write shares, (V, H) owner shares and the network coefficients: bytes each
@@ -121,14 +122,23 @@ def _hop(m: dict[str, np.ndarray], io: str, v: int, src: int, dst: int, share: f
     m[f"cross_{io}"][v, dst] += cross
 
 
-def _tame(cluster: Cluster, rate: np.ndarray, rf: np.ndarray, size_r: np.ndarray, size_w: np.ndarray,
-          locality: np.ndarray, m: dict[str, np.ndarray], healthy: list[int]) -> None:
+def _tame(
+    cluster: Cluster,
+    rate: np.ndarray,
+    rf: np.ndarray,
+    size_r: np.ndarray,
+    size_w: np.ndarray,
+    locality: np.ndarray,
+    m: dict[str, np.ndarray],
+    healthy: list[int],
+) -> None:
     """Healthy guests stay within what each disk group absorbs (writes destaged, read misses on a
     spindle): an overloaded group would be an unlabelled fault. Scales `rate` in place."""
     groups = [g for _, g in cluster.disk_groups]
     destage = np.array([g.destage_mbs * 1e6 for g in groups])
-    miss_cap = np.array([sum(d.hw.par / (d.hw.svc_ms * 1e-3 + 64e3 / (d.hw.bw_mbs * 1e6)) for d in g.capacity)
-                         for g in groups])
+    miss_cap = np.array(
+        [sum(d.hw.par / (d.hw.svc_ms * 1e-3 + 64e3 / (d.hw.bw_mbs * 1e6)) for d in g.capacity) for g in groups]
+    )
     miss = 1.0 - (0.6 + 0.38 * locality) if cluster.storage == "hybrid" else np.ones_like(locality)
     idx = np.array(healthy, dtype=int)
     if len(idx) == 0:
@@ -184,8 +194,12 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
                 client.append(int(rng.integers(n_h)))
     v = len(kinds)
     clients = np.array(client)
-    n_vmdk = np.array([8 if j in actor else int(rng.integers(4, 9)) if k == "hcibench" else int(rng.integers(1, 4))
-                       for j, k in enumerate(kinds)])
+    n_vmdk = np.array(
+        [
+            8 if j in actor else int(rng.integers(4, 9)) if k == "hcibench" else int(rng.integers(1, 4))
+            for j, k in enumerate(kinds)
+        ]
+    )
     m = _placement(cluster, clients, n_vmdk, rng, pin)
 
     rf = np.empty((n, v))
@@ -203,8 +217,11 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
     profiles = HCIBENCH[:2] + HCIBENCH[3:4] if "cluster.low_oio" in faults else HCIBENCH
     hb_read, hb_kib = profiles[int(rng.integers(len(profiles)))]
     threads = 1 if "cluster.low_oio" in faults else int(rng.choice([2, 4, 8, 16]))
-    hb_start = faults["cluster.low_oio"].onset if "cluster.low_oio" in faults else (
-        0 if rng.random() < 0.6 else int(rng.integers(n // 2)))
+    hb_start = (
+        faults["cluster.low_oio"].onset
+        if "cluster.low_oio" in faults
+        else (0 if rng.random() < 0.6 else int(rng.integers(n // 2)))
+    )
     rate = np.empty((n, v))
     for j, k in enumerate(kinds):
         r, sr, sw, loc = PROFILES[k]
@@ -240,9 +257,23 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
             rate[:, j] = total / 2 / size_w[j] * ramp
     _tame(cluster, rate, rf, size_r, size_w, locality, m, [j for j in range(v) if j not in actor])
     names = [k if j not in actor else f"{k}-actor" for j, k in enumerate(kinds)]
-    mix = ",".join(sorted(set(kinds)))
+    desc = ",".join(sorted(set(kinds)))
     if "hcibench" in kinds:
-        mix += f" (hcibench {hb_kib}K {int(hb_read * 100)}% read, {threads} threads/disk)"
+        desc += f" (hcibench {hb_kib}K {int(hb_read * 100)}% read, {threads} threads/disk)"
     net = {k: m[k] for k in ("tx_r", "rx_r", "tx_w", "rx_w", "cross_r", "cross_w")}
-    return Workload(names, clients, oio, rate, rf, size_r, size_w, locality, n_vmdk,
-                    m["read_w"], m["write_w"], m["owner_w"], net, mix)
+    return Workload(
+        names,
+        clients,
+        oio,
+        rate,
+        rf,
+        size_r,
+        size_w,
+        locality,
+        n_vmdk,
+        m["read_w"],
+        m["write_w"],
+        m["owner_w"],
+        net,
+        desc,
+    )

@@ -42,8 +42,8 @@ def device(b: Bundle, comp: str) -> tuple[int, int, object]:
 
 
 def disk_entity(d: object) -> tuple[str, str]:
-    tier = getattr(d, "tier")
-    return ("cache-disk" if tier == "cache" else "capacity-disk"), getattr(d, "uuid")
+    tier = d.tier
+    return ("cache-disk" if tier == "cache" else "capacity-disk"), d.uuid
 
 
 def host_logs(b: Bundle, hostname: str) -> str:

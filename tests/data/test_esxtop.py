@@ -43,14 +43,10 @@ T0 = 1772445600.0  # 2026-03-02T10:00:00Z
 
 def _inputs(
     n: int = 200, n_disks: int = 5, n_nics: int = 2, seed: int = 0
-) -> tuple[
-    np.ndarray, dict[str, dict[str, np.ndarray]], dict[str, dict[str, np.ndarray]], dict[str, np.ndarray]
-]:
+) -> tuple[np.ndarray, dict[str, dict[str, np.ndarray]], dict[str, dict[str, np.ndarray]], dict[str, np.ndarray]]:
     r = np.random.default_rng(seed)
     times = T0 + 20.0 * np.arange(n)
-    disks = {
-        f"naa.5000c500a1b2c{i:03x}": {k: r.uniform(0.0, 40.0, n) for k in DISK_KEYS} for i in range(n_disks)
-    }
+    disks = {f"naa.5000c500a1b2c{i:03x}": {k: r.uniform(0.0, 40.0, n) for k in DISK_KEYS} for i in range(n_disks)}
     nics = {f"vmnic{i}": {k: r.uniform(0.0, 900.0, n) for k in NIC_CTR} for i in range(n_nics)}
     for m in nics.values():
         m["rx_drop_pct"] = r.uniform(0.0, 3.0, n)
@@ -114,9 +110,7 @@ def _columns(info: dict[str, object]) -> dict[str, list[float]]:
         m = PARTS.match(name)
         if m:
             key = (
-                f"{m.group(2)}({m.group(3)})\\{m.group(4)}"
-                if m.group(3) is not None
-                else f"{m.group(2)}\\{m.group(4)}"
+                f"{m.group(2)}({m.group(3)})\\{m.group(4)}" if m.group(3) is not None else f"{m.group(2)}\\{m.group(4)}"
             )
             out[key] = [float(r[j]) for r in rows[1:]]
     return out
@@ -173,12 +167,7 @@ def test_raw_matches_the_raw_capture_byte_shape() -> None:
 def test_resaved_matches_the_spreadsheet_shape() -> None:
     data = _render("resaved")
     info = _syntax(data)
-    assert (
-        not info["quoted"]
-        and info["crlf"]
-        and not info["trailing_empty"]
-        and info["stamps"] == {STAMP_FORMATS[1]}
-    )
+    assert not info["quoted"] and info["crlf"] and not info["trailing_empty"] and info["stamps"] == {STAMP_FORMATS[1]}
     assert data.endswith(b"\r\n") and data.count(b"\n") == data.count(b"\r\n")
     assert b'"' not in data
     values = [v for r in info["rows"][1:] for v in r[1:]]  # type: ignore[index]
@@ -208,9 +197,7 @@ def test_instance_shapes_match_the_real_capture() -> None:
         assert {p.rsplit(":", 1)[1] for p in ports if port.match(p)} == {"vmnic0", "vmnic1"}
     if RAW_SAMPLE.is_file():
         real = _columns(_syntax(RAW_SAMPLE.read_bytes()))
-        assert any(
-            port.match(k.split(")")[0][len("Network Port(") :]) for k in real if k.startswith("Network Port(")
-        )
+        assert any(port.match(k.split(")")[0][len("Network Port(") :]) for k in real if k.startswith("Network Port("))
 
 
 @pytest.mark.parametrize("style", STYLES)
@@ -225,18 +212,14 @@ def test_values_round_trip(style: str) -> None:
             assert got[0] == 0.0  # esxtop has no earlier sample to rate the first one against
             np.testing.assert_allclose(got[1:], m[key][1:], atol=tol, rtol=0)
     for vmnic, m in nics.items():
-        port = next(
-            k for k in cols if k.startswith("Network Port(") and k.split(")")[0].endswith(":" + vmnic)
-        )
+        port = next(k for k in cols if k.startswith("Network Port(") and k.split(")")[0].endswith(":" + vmnic))
         inst = port.split(")")[0] + ")"
         for key, ctr in NIC_CTR.items():
             np.testing.assert_allclose(cols[f"{inst}\\{ctr}"], m[key], atol=tol, rtol=0)
     np.testing.assert_allclose(cols["Physical Cpu(_Total)\\% Util Time"], cpu["util_pct"], atol=tol, rtol=0)
     for key, v in cpu.items():
         if key.startswith("ready_pct:"):
-            np.testing.assert_allclose(
-                cols[f"Group Cpu({key[len('ready_pct:') :]})\\% Ready"], v, atol=tol, rtol=0
-            )
+            np.testing.assert_allclose(cols[f"Group Cpu({key[len('ready_pct:') :]})\\% Ready"], v, atol=tol, rtol=0)
     if style == "resaved":
         stamps = [r[0] for r in _syntax(data)["rows"][1:]]  # type: ignore[index]
         assert stamps[0] == "3/2/2026 10:00" and stamps[3] == "3/2/2026 10:01"
@@ -265,11 +248,7 @@ def test_derived_columns_are_consistent() -> None:
 
 def test_real_capture_zeroes_disk_rates_in_its_first_row() -> None:
     cols = _columns(_syntax(_real(RAW_SAMPLE)))
-    disk = [
-        v
-        for k, v in cols.items()
-        if k.startswith("Physical Disk SCSI Device(") and k.endswith("\\Commands/sec")
-    ]
+    disk = [v for k, v in cols.items() if k.startswith("Physical Disk SCSI Device(") and k.endswith("\\Commands/sec")]
     assert disk and all(v[0] == 0.0 for v in disk) and any(max(v[1:]) > 0 for v in disk)
 
 

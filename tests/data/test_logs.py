@@ -53,9 +53,7 @@ ATTRS: dict[str, dict[str, str | int | float]] = {
 }  # fmt: skip
 
 _N = r"naa\.5000c500a1b2c3d4"
-_DET = (
-    r"performance has deteriorated\. I/O latency increased from average value of 1343 microseconds to 28022"
-)
+_DET = r"performance has deteriorated\. I/O latency increased from average value of 1343 microseconds to 28022"
 _KW = ("vmkernel", "vmkwarning")
 # (file, regex on the message) per kind: the real shapes of bundle-format.md section 5
 SHAPES: dict[str, list[tuple[str, str]]] = {
@@ -150,9 +148,7 @@ def _all_events() -> list[Event]:
 def _lines(out: dict[str, bytes], name: str) -> list[str]:
     """One log's lines oldest first, rotated parts included."""
     base = f"var/run/log/{name}"
-    rot = sorted(
-        (int(p.split(".")[-2]) for p in out if p.startswith(base + ".") and p.endswith(".gz")), reverse=True
-    )
+    rot = sorted((int(p.split(".")[-2]) for p in out if p.startswith(base + ".") and p.endswith(".gz")), reverse=True)
     text = "".join(gzip.decompress(out[f"{base}.{i}.gz"]).decode() for i in rot) + out[base + ".log"].decode()
     return text.splitlines()
 
@@ -223,9 +219,7 @@ def test_host_side_failure_and_int_attrs() -> None:
     )
     out = render_host_logs(_ctx(8), [ev], START, END, np.random.default_rng(1))
     kern = "\n".join(_lines(out, "vmkernel"))
-    assert re.search(
-        rf'ScsiDeviceIO: \d+: Cmd\(0x[0-9a-f]+\) 0x2a, .* to dev "{_N}" failed H:0x5 D:0x0 P:0x0', kern
-    )
+    assert re.search(rf'ScsiDeviceIO: \d+: Cmd\(0x[0-9a-f]+\) 0x2a, .* to dev "{_N}" failed H:0x5 D:0x0 P:0x0', kern)
     assert any(f'NMP device "{DEV}" state in doubt' in ln for ln in _lines(out, "vmkwarning"))
 
 
@@ -268,9 +262,7 @@ def test_rotated_copies_hold_the_older_part() -> None:
             name, n = path.rsplit(".", 2)[0], int(path.split(".")[-2])
             newer_path = f"{name}.{n - 1}.gz" if n else f"{name}.log"
             newer = out[newer_path]
-            newer_lines = (
-                (gzip.decompress(newer) if newer_path.endswith(".gz") else newer).decode().splitlines()
-            )
+            newer_lines = (gzip.decompress(newer) if newer_path.endswith(".gz") else newer).decode().splitlines()
             assert older and newer_lines and older[-1][:23] <= newer_lines[0][:23]
     assert seen >= 5
 
@@ -294,8 +286,7 @@ def test_bundle_checker_accepts_logs(major: int) -> None:
 
 def test_fast_enough() -> None:
     events = [
-        Event(START + 70.0 * i + 0.5, k, ATTRS[k])
-        for i, k in zip(range(100), list(EVENT_KINDS) * 8, strict=False)
+        Event(START + 70.0 * i + 0.5, k, ATTRS[k]) for i, k in zip(range(100), list(EVENT_KINDS) * 8, strict=False)
     ]
     best = min(_timed(events, seed) for seed in range(7))
     assert best < 0.025, f"{best * 1000:.1f} ms for a 2 h window with 100 events"  # target 5 ms; slack for CI

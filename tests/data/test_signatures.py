@@ -10,8 +10,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.data.sigutil import (bundle, device, disk_entity, host_index, host_logs, scsi_failures, series,
-                                split, vsan_nics)
+from tests.data.sigutil import (
+    bundle,
+    device,
+    disk_entity,
+    host_index,
+    host_logs,
+    scsi_failures,
+    series,
+    split,
+    vsan_nics,
+)
 from vsandx import components as cid
 
 LAB_SEEDS = range(8)
@@ -60,7 +69,9 @@ def test_packet_loss_slows_other_hosts() -> None:
     for profile, seed in cases:
         b, f = _one(profile, seed, "net.packet_loss")
         cl = b.cluster.uuid
-        lat = series(b, "cluster-domclient", cl, "latencyAvgRead") + series(b, "cluster-domclient", cl, "latencyAvgWrite")
+        lat = series(b, "cluster-domclient", cl, "latencyAvgRead") + series(
+            b, "cluster-domclient", cl, "latencyAvgWrite"
+        )
         before, after = split(b, lat, f.onset)
         rises += np.nanmedian(after) > 1.05 * np.nanmedian(before[before > 0])
     assert rises >= 0.8 * len(cases)
@@ -93,19 +104,26 @@ def test_disk_latency(profile: str, seed: int) -> None:
     et, u = disk_entity(d)
     lat = series(b, et, u, "latencyDevDAvg")
     _, after = split(b, lat, f.onset)
-    peers = [series(b, *disk_entity(o), "latencyDevDAvg") for _, grp in b.cluster.disk_groups
-             for o in (grp.cache, *grp.capacity) if o.tier == getattr(d, "tier") and o is not d]
+    peers = [
+        series(b, *disk_entity(o), "latencyDevDAvg")
+        for _, grp in b.cluster.disk_groups
+        for o in (grp.cache, *grp.capacity)
+        if o.tier == d.tier and o is not d
+    ]
     peer_med = np.nanmedian([np.nanmedian(split(b, p, f.onset)[1]) for p in peers])
     assert np.nanmedian(after) > 3 * peer_med
     iops = series(b, et, u, "iopsDevRead") + series(b, et, u, "iopsDevWrite")
-    peer_iops = max(np.nanmedian(split(b, series(b, *disk_entity(o), "iopsDevRead"), f.onset)[1])
-                    + np.nanmedian(split(b, series(b, *disk_entity(o), "iopsDevWrite"), f.onset)[1])
-                    for _, grp in b.cluster.disk_groups for o in (grp.cache, *grp.capacity)
-                    if o.tier == getattr(d, "tier"))
+    peer_iops = max(
+        np.nanmedian(split(b, series(b, *disk_entity(o), "iopsDevRead"), f.onset)[1])
+        + np.nanmedian(split(b, series(b, *disk_entity(o), "iopsDevWrite"), f.onset)[1])
+        for _, grp in b.cluster.disk_groups
+        for o in (grp.cache, *grp.capacity)
+        if o.tier == d.tier
+    )
     assert np.nanmedian(split(b, iops, f.onset)[1]) <= 1.01 * peer_iops  # its iops are ordinary
     text = host_logs(b, b.cluster.hosts[h].name)
     if text:
-        assert scsi_failures(text, getattr(d, "dev"))
+        assert scsi_failures(text, d.dev)
         for o in b.cluster.hosts[h].disks:  # no other device of the host logs real trouble
             if o is not d:
                 assert not scsi_failures(text, o.dev)
@@ -120,16 +138,19 @@ def test_disk_latency(profile: str, seed: int) -> None:
 def test_disk_hotspot(profile: str, seed: int) -> None:
     b, f = _one(profile, seed, "disk.hotspot")
     h, g, d = device(b, f.component)
-    assert getattr(d, "tier") == "capacity" and b.cluster.dedup and b.cluster.storage != "hybrid"
+    assert d.tier == "capacity" and b.cluster.dedup and b.cluster.storage != "hybrid"
     grp = b.cluster.disk_groups[g][1]
-    hot = np.nanmedian(split(b, series(b, "capacity-disk", getattr(d, "uuid"), "latencyDevRead"), f.onset)[1])
-    others = [np.nanmedian(split(b, series(b, "capacity-disk", o.uuid, "latencyDevRead"), f.onset)[1])
-              for o in grp.capacity if o is not d]
+    hot = np.nanmedian(split(b, series(b, "capacity-disk", d.uuid, "latencyDevRead"), f.onset)[1])
+    others = [
+        np.nanmedian(split(b, series(b, "capacity-disk", o.uuid, "latencyDevRead"), f.onset)[1])
+        for o in grp.capacity
+        if o is not d
+    ]
     for o in others:
         assert o < 500  # the group's other capacity SSDs stay near 0.1-0.2 ms
         assert hot > 5 * o
     text = host_logs(b, b.cluster.hosts[h].name)
-    assert not scsi_failures(text, getattr(d, "dev"))
+    assert not scsi_failures(text, d.dev)
     assert "performance has deteriorated" not in text
     cl = b.cluster.uuid
     r = split(b, series(b, "cluster-domclient", cl, "iopsRead"), f.onset)[1]
@@ -194,8 +215,11 @@ def test_low_oio(profile: str, seed: int) -> None:
 @pytest.mark.parametrize(("profile", "seed"), CASES)
 def test_resync(profile: str, seed: int) -> None:
     b, f = _one(profile, seed, "cluster.resync")
-    busy = [h for h in b.cluster.hosts
-            if np.nanmedian(split(b, series(b, "host-domcompmgr", h.uuid, "tputResyncRead"), f.onset)[1][:10]) > 5e6]
+    busy = [
+        h
+        for h in b.cluster.hosts
+        if np.nanmedian(split(b, series(b, "host-domcompmgr", h.uuid, "tputResyncRead"), f.onset)[1][:10]) > 5e6
+    ]
     assert len(busy) >= 2
     rec = sum(series(b, "host-domcompmgr", h.uuid, "iopsRecWrite") for h in b.cluster.hosts)
     assert np.nanmedian(split(b, rec, f.onset)[1][:10]) > 10
@@ -231,7 +255,7 @@ def test_healthy_bundles_show_no_signature(profile: str, seed: int) -> None:
         for d in h.disks:
             if cid.disk_id(h.name, d.dev) not in faulty:
                 assert not scsi_failures(text, d.dev)
-    for g, (h, grp) in enumerate(b.cluster.disk_groups):
+    for h, grp in b.cluster.disk_groups:
         comp = cid.diskgroup_id(b.cluster.hosts[h].name, grp.cache.dev)
         if comp not in faulty and not resync and not any(x.fault == "dg.write_buffer" for x in b.plan.faults):
             assert np.nanmin(series(b, "disk-group", grp.uuid, "wbFreePct")) > 20

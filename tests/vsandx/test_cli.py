@@ -1,0 +1,61 @@
+"""The `vsandx` entry point: subcommands, exit codes, what `simulate` prints and records."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vsandx.cli import main
+
+
+def test_help_is_instant_and_lists_simulate() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "vsandx.cli", "--help"], capture_output=True, text=True, check=True, timeout=30
+    )
+    assert "simulate" in out.stdout
+    # --help must not import the heavy areas
+    probe = "import sys, vsandx.cli as c; c.build_parser(); print('data.simulate.generate' in sys.modules)"
+    assert (
+        subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["simulate", "--profile", "cloud", "-n", "1", "--out", "x"],
+        ["simulate", "--profile", "lab", "-n", "0", "--out", "x"],
+        ["simulate", "--profile", "lab", "-n", "1"],
+        ["simulate", "--profile", "lab", "-n", "1", "--out", "x", "--issue-rate", "1.5"],
+        ["frobnicate"],
+    ],
+)
+def test_bad_invocations_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert capsys.readouterr().err
+
+
+def test_simulate_writes_bundles_and_a_manifest(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["simulate", "--profile", "lab", "-n", "3", "--out", str(tmp_path), "--seed", "5", "-q"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "wrote 3 bundles" in out
+    assert len(list(tmp_path.glob("lab-s5-*.tgz"))) == 3
+    manifest = json.loads((tmp_path / "simulation-lab-s5.json").read_text())
+    assert manifest["schema"] == "vsandx.simulation/1"
+    assert manifest["profile"] == "lab" and manifest["seed"] == 5 and manifest["issue_rate"] == 0.5
+    assert [b["path"] for b in manifest["bundles"]] == [f"lab-s5-{i:06d}.tgz" for i in range(3)]
+
+
+def test_simulate_dir_format(tmp_path: Path) -> None:
+    assert main(["simulate", "--profile", "field", "-n", "1", "--out", str(tmp_path), "--format", "dir", "-q"]) == 0
+    (bundle,) = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert (bundle / "labels.json").exists()
+    assert any(p.name.startswith("esx-") for p in bundle.iterdir())
