@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from data.simulate.generate import Bundle
+from data.simulate.plan import Injected
 from tests.data.sigutil import (
     bundle,
     device,
@@ -28,10 +30,16 @@ FIELD_SEEDS = range(4)
 CASES = [("lab", s) for s in LAB_SEEDS] + [("field", s) for s in FIELD_SEEDS]
 
 
-def _one(profile: str, seed: int, fault: str):  # type: ignore[no-untyped-def]
+def _one(profile: str, seed: int, fault: str) -> tuple[Bundle, Injected]:
     b = bundle(profile, 101, seed, (fault,))
     (f,) = b.plan.faults
     return b, f
+
+
+def _busy_before(b: Bundle, f: Injected) -> bool:
+    """The guests were already doing I/O for a while before the onset (a before/after comparison)."""
+    iops = series(b, "cluster-domclient", b.cluster.uuid, "iopsRead")[: f.onset]
+    return f.onset >= 10 and np.count_nonzero(iops > 0) >= 10
 
 
 @pytest.mark.parametrize(("profile", "seed"), CASES)
@@ -65,7 +73,7 @@ def test_packet_loss(profile: str, seed: int) -> None:
 def test_packet_loss_slows_other_hosts() -> None:
     """DOM client latency rises cluster-wide for I/O that touches the lossy host."""
     rises = 0
-    cases = [c for c in CASES if bundle(c[0], 101, c[1], ("net.packet_loss",)).plan.faults[0].onset > 10]
+    cases = [c for c in CASES if _busy_before(*_one(c[0], c[1], "net.packet_loss"))]
     for profile, seed in cases:
         b, f = _one(profile, seed, "net.packet_loss")
         cl = b.cluster.uuid
@@ -229,7 +237,7 @@ def test_resync_raises_guest_latency() -> None:
     rises, n = 0, 0
     for profile, seed in CASES:
         b, f = _one(profile, seed, "cluster.resync")
-        if f.onset < 10:
+        if not _busy_before(b, f):
             continue
         cl = b.cluster.uuid
         lat = series(b, "cluster-domclient", cl, "latencyAvgWrite")
