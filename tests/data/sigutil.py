@@ -73,3 +73,36 @@ def scsi_failures(text: str, dev: str) -> list[str]:
 
 def vsan_nics(b: Bundle) -> list[str]:
     return [cid.nic_id(h.name, h.nics[h.vsan_nic].name) for h in b.cluster.hosts]
+
+
+def esxtop_columns(b: Bundle, hostname: str, obj: str, counter: str) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(column, epoch seconds, values) of every esxtop column `<obj>(...)\\<counter>` captured on that host.
+
+    A capture belongs to the host whose folder holds it or whose short name its file carries."""
+    import csv
+    import datetime as dt
+
+    short = hostname.split(".")[0]
+    out = []
+    for path, data in b.files.items():
+        if not path.endswith(".csv"):
+            continue
+        if not (path.startswith(f"esx-{hostname}-") or path.startswith(f"esxtop/{short}-")):
+            continue
+        lines = data.decode().splitlines()
+        start = next(i for i, line in enumerate(lines) if "(PDH-CSV 4.0)" in line)
+        rows = list(csv.reader(lines[start:]))
+        header, body = rows[0], [r for r in rows[1:] if r]
+        stamps = []
+        for r in body:
+            for fmt in ("%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M"):
+                try:
+                    stamps.append(dt.datetime.strptime(r[0], fmt).replace(tzinfo=dt.UTC).timestamp())
+                    break
+                except ValueError:
+                    continue
+        t = np.array(stamps)
+        for j, col in enumerate(header):
+            if f"\\{obj}(" in col and col.endswith("\\" + counter):
+                out.append((col, t, np.array([float(r[j]) if r[j] else np.nan for r in body])))
+    return out

@@ -16,6 +16,7 @@ from tests.data.sigutil import (
     bundle,
     device,
     disk_entity,
+    esxtop_columns,
     host_index,
     host_logs,
     scsi_failures,
@@ -68,6 +69,43 @@ def test_packet_loss(profile: str, seed: int) -> None:
         before, after = split(b, lat, f.onset)
         if len(before) > 5 and np.nanmedian(before) > 0:
             assert np.nanmedian(after) < 2.5 * np.nanmedian(before) + 500
+
+
+def test_packet_loss_shows_in_esxtop() -> None:
+    """Where an engineer captured esxtop on the host after the onset, the vmnic's port drops packets."""
+    seen = 0
+    for profile, seed in [("lab", s) for s in range(16)]:
+        b, f = _one(profile, seed, "net.packet_loss")
+        host = b.cluster.hosts[f.host]
+        onset_t = float(b.plan.grid.times[f.onset])
+        for col, t, v in esxtop_columns(b, host.name, "Network Port", "% Received Packets Dropped"):
+            late = t > onset_t + 2 * b.plan.grid.dt
+            if col.endswith(f":{host.nics[f.nic].name})\\% Received Packets Dropped"):
+                if late.any():
+                    seen += 1
+                    assert np.nanmedian(v[late]) > 0
+            else:
+                assert np.nanmax(v) == 0  # other ports drop nothing
+    assert seen >= 3
+
+
+def test_disk_latency_shows_in_esxtop_davg() -> None:
+    seen = 0
+    for profile, seed in [("lab", s) for s in range(16)]:
+        b, f = _one(profile, seed, "disk.latency")
+        h, _, d = device(b, f.component)
+        onset_t = float(b.plan.grid.times[f.onset])
+        cols = esxtop_columns(
+            b, b.cluster.hosts[h].name, "Physical Disk SCSI Device", "Average Driver MilliSec/Command"
+        )
+        mine = [(t, v) for c, t, v in cols if f"({d.dev})" in c]
+        others = [np.nanmedian(v[1:]) for c, t, v in cols if f"({d.dev})" not in c]
+        for t, v in mine:
+            late = t > onset_t + 2 * b.plan.grid.dt
+            if late.sum() > 3:
+                seen += 1
+                assert np.nanmedian(v[late]) > 3 * np.median(others)
+    assert seen >= 3
 
 
 def test_packet_loss_slows_other_hosts() -> None:
