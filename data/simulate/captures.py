@@ -92,7 +92,7 @@ def esxtop_files(
         cpu = {"util_pct": np.clip(at(st.cpu_util[:, h] * 100, 0.03), 0, 100)}
         vms = [j for j in range(len(wl.names)) if wl.client[j] == h]
         for j in vms:
-            name = f"{wl.names[j]}-{j:02d}"
+            name = wl.names[j]
             cpu[f"ready_pct:{2098176 + 37 * j}:{name}"] = at(st.ready[:, h] * rng.uniform(0.8, 1.6), 0.2)
         cpu["ready_pct:1:system"] = at(st.ready[:, h] * 0.5, 0.2)
         capture_host = host.name if rng.random() < 0.8 else "localhost.home"

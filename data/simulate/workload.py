@@ -19,7 +19,7 @@ KIB = 1024
 
 @dataclass
 class Workload:
-    names: list[str]  # workload kind per VM
+    names: list[str]  # display name per VM
     client: np.ndarray  # (V,) host index of the VM (its DOM client)
     oio: np.ndarray  # (T, V) I/Os the VM keeps outstanding at most (threads, queue depth)
     rate: np.ndarray  # (T, V) iops it asks for; inf for a pure closed loop (iops = oio / latency)
@@ -176,6 +176,8 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
     if cluster.profile == "lab":
         base = "hcibench" if rng.random() < 0.6 else str(rng.choice(["oltp", "vdi", "fileserver"]))
         kinds = [base] * (2 * n_h)
+        if rng.random() < 0.3:  # the lab's backup job runs in some experiments whatever is injected
+            kinds[-1] = "seqwrite"
     else:
         mix = rng.choice(list(PROFILES), size=int(rng.integers(1, 4)), replace=False)
         kinds = [str(mix[i % len(mix)]) for i in range(n_h * int(rng.integers(1, 4)))]
@@ -256,7 +258,15 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
             oio[:, j] = 16.0 * n_vmdk[j] * ramp
             rate[:, j] = total / 2 / size_w[j] * ramp
     _tame(cluster, rate, rf, size_r, size_w, locality, m, [j for j in range(v) if j not in actor])
-    names = [k if j not in actor else f"{k}-actor" for j, k in enumerate(kinds)]
+    # display names as an admin would give them: nothing in a name tells who causes a fault
+    stems = {
+        "oltp": ("sql", "oradb", "erp"),
+        "vdi": ("vdi-pool", "horizon-vm"),
+        "seqwrite": ("backup-proxy", "etl"),
+        "hcibench": ("hci-vdbench", "hci-fio"),
+        "fileserver": ("fs", "nas-gw"),
+    }
+    names = [f"{stems[k][j % len(stems[k])]}-{j + 1:02d}" for j, k in enumerate(kinds)]
     desc = ",".join(sorted(set(kinds)))
     if "hcibench" in kinds:
         desc += f" (hcibench {hb_kib}K {int(hb_read * 100)}% read, {threads} threads/disk)"
