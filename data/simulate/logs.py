@@ -9,123 +9,33 @@ from __future__ import annotations
 
 import gzip
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from data.simulate.events import Event, HostLogContext
+from data.simulate.lognoise import NoisyHost
+from data.simulate.logsink import Rand, hexstatus
 
 __all__ = ["render_host_logs"]
 
 Attrs = Mapping[str, str | int | float]
-_BENIGN_SENSE = ("0x5 0x20 0x0", "0x5 0x24 0x0")  # illegal request: opcode / CDB field not supported
-_PROBE_OPS = ("0x85", "0x4d", "0x1a", "0x4d", "0x85")  # ATA pass-through (smartd), LOG/MODE SENSE
 _DRV_FN = {
     "ixgben": "ixgben_CheckLink",
     "i40en": "i40en_HandleLinkStatusEvent",
     "bnxtnet": "bnxtnet_link_update",
 }
-_WARN_NOISE = (
-    "WARNING: NetDVS: 681: portAlias is NULL",
-    "WARNING: UserSocketInet: 2266: python: waiters list not empty!",
-    "WARNING: LinuxSocket: 1854: UNKNOWN/UNSUPPORTED socketcall op (whichCall=0x12, args@0xffd8b56c)",
-)
-_FW_RULES = ("sshServer", "syslog", "CIMHttpServer", "vsanhealth-unicasttest")
 
 
-class _Rand:
-    """Uniform draws taken from the generator in blocks: a numpy call per draw would cost more than the
-    string building it feeds. Deterministic for a given generator state."""
+class _Host(NoisyHost):
+    """Prints the model's events; the sinks and the benign background come from the bases."""
 
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = rng
-        self.buf: list[float] = []
-        self.i = 0
-
-    def u(self) -> float:
-        if self.i == len(self.buf):
-            self.buf, self.i = self.rng.random(512).tolist(), 0
-        self.i += 1
-        return self.buf[self.i - 1]
-
-    def n(self, lo: int, hi: int) -> int:  # [lo, hi)
-        return lo + int(self.u() * (hi - lo))
-
-    def pick(self, seq: Sequence[str]) -> str:
-        return seq[int(self.u() * len(seq))]
-
-    def hex(self, lo: int, hi: int) -> str:
-        return f"0x{self.n(lo, hi):x}"
-
-    def uuid(self) -> str:
-        h = "".join(f"{self.n(0, 1 << 32):08x}" for _ in range(4))
-        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
-
-
-def _h(v: str | int | float) -> str:
-    """A status or opcode as ESXi prints it (0x28), whether the model gave a number or a string."""
-    return str(v) if isinstance(v, str) else f"0x{int(v):x}"
-
-
-class _Host:
-    def __init__(self, ctx: HostLogContext, rng: np.random.Generator, start: float, end: float) -> None:
-        self.ctx, self.rng = ctx, rng
-        self.r = r = _Rand(rng)
-        self.ncpu = max(ctx.n_cpus, 1)
-        # each subsystem logs from a few long-lived worlds, fixed per host for the whole window
-        self.worlds = {k: [r.n(2097152, 2200000) for _ in range(3)] for k in ("io", "vsan", "net", "misc")}
-        self.boot_ms = int(start * 1000) - r.n(3 * 86400_000, 200 * 86400_000)
-        self.end_ms = int(end * 1000)
-        self.vobd_pid = r.n(2097600, 2097900)
-        self.hba = f"vmhba{r.n(1, 4)}"
-        self.vms = [f"vm-{r.n(1, 99):02d}" for _ in range(6)]
-        self.devs = ctx.devices or ("naa.5000c500a1b2c3d4",)
-        self.kern: list[tuple[int, int, bool, str]] = []
-        self.vob: list[tuple[int, int, str, str]] = []
-        self.seq = 0
-
-    # ------------------------------------------------------------------------ line sinks
-    def k(self, ms: int, msg: str, sub: str = "misc", warn: bool = False) -> None:
-        r = self.r
-        self.seq += 1
-        w = self.worlds[sub][int(r.u() * 3)]
-        self.kern.append((ms, self.seq, warn, f"cpu{int(r.u() * self.ncpu)}:{w}){msg}"))
-
-    def v(self, ms: int, corr: str, vid: str, text: str) -> None:
-        self.seq += 1
-        self.vob.append((ms, self.seq, corr, f"[{vid}] {text}"))
-
-    def v2(self, ms: int, vob: str, esx: str, text: str) -> None:
-        """`vob.<vob>` and the `<esx>.<vob>` event raised from it, same text, a moment apart."""
-        corr = vob.split(".", 1)[0] + "Correlator"
-        self.v(ms, corr, "vob." + vob, text)
-        self.v(ms + 1, corr, f"{esx}.{vob}", text)
-
-    def scsi(self, ms: int, dev: str, op: str, hs: str, ds: str, sense: str, warn: bool = False) -> None:
-        r = self.r
-        cmd, sn = f"0x45{r.n(0x1000000000, 0xFFFFFFFFFF):x}", r.hex(0x1000, 1 << 32)
-        world = 0 if r.u() < 0.5 else self.worlds["io"][0]
-        status = f"H:{hs} D:{ds} P:0x0"
-        if sense and hs == "0x0":
-            tail = f"{status} Valid sense data: {sense}"
-        else:
-            tail = f"{status} Possible sense data: {sense or '0x0 0x0 0x0'}"
-        i = self.devs.index(dev) if dev in self.devs else sum(map(ord, dev)) % 16
-        to = f'to dev "{dev}"'
-        nmp = "NMP: nmp_ThrottleLogForDevice"
-        path = f'on path "{self.hba}:C0:T{i}:L0"'
-        self.k(ms, f"{nmp}:3893: Cmd {op} ({cmd}, {world}) {to} {path} Failed:", "io")
-        act = "NONE" if hs == "0x0" else "EVAL"
-        ini = r.hex(0x43 << 40, 0x44 << 40)
-        self.k(ms, f"{nmp}:3898: {tail}. Act:{act}. cmdId.initiator={ini} CmdSN {sn}", "io")
-        msg = f"ScsiDeviceIO: 4325: Cmd({cmd}) {op}, CmdSN {sn} from world {world} {to} failed {tail}"
-        self.k(ms + r.n(0, 2), msg, "io", warn)
-
-    # ------------------------------------------------------------------------ events
     def ev_scsi_fail(self, ms: int, a: Attrs) -> None:
-        dev, hs, sense = str(a["device"]), _h(a["host_status"]), str(a["sense"]).strip()
+        dev, hs, sense = str(a["device"]), hexstatus(a["host_status"]), str(a["sense"]).strip()
         # medium (0x3) and hardware (0x4) errors are logged at warning level, unlike benign probes
-        self.scsi(ms, dev, _h(a["opcode"]), hs, _h(a["device_status"]), sense, sense[:4] in ("0x3 ", "0x4 "))
+        self.scsi(
+            ms, dev, hexstatus(a["opcode"]), hs, hexstatus(a["device_status"]), sense, sense[:4] in ("0x3 ", "0x4 ")
+        )
         if hs != "0x0":
             doubt = f'NMP device "{dev}" state in doubt; requested fast path state update...'
             self.k(ms + 1, "WARNING: NMP: nmp_DeviceRequestFastDeviceProbe:237: " + doubt, "io", True)
@@ -221,85 +131,8 @@ class _Host:
         work = f"Resync of {a['objects']} objects scheduled, {a['bytes_to_sync']} bytes to sync"
         self.k(ms, "DOM: DOMResyncMgrScheduleWork:1843: " + work, "vsan")
 
-    # ------------------------------------------------------------------------ benign noise
-    def n_probe(self, ms: int) -> None:
-        r = self.r
-        self.scsi(ms, r.pick(self.devs), r.pick(_PROBE_OPS), "0x0", "0x2", r.pick(_BENIGN_SENSE))
 
-    def n_rescan(self, ms: int) -> None:
-        for i, dev in enumerate(self.devs):
-            self.k(ms + i, f"ScsiDeviceIO: 9425: QErr is correctly set to 0x0 for device {dev}.", "io")
-            sitpua = f"Could not detect setting of sitpua for device {dev}. Error Not supported."
-            self.k(ms + i, "ScsiDeviceIO: 8970: " + sitpua, "io")
-            self.k(ms + i + 1, f"Vol3: 1201: Could not open device '{dev}:2' for volume open: Not supported")
-            fss = f"No FS driver claimed device '{dev}:2': No filesystem on the device"
-            self.k(ms + i + 1, "FSS: 6092: " + fss)
-
-    def n_vm(self, ms: int) -> None:
-        r = self.r
-        h, w, port = f"handle {r.n(8192, 8250)}(vscsi0:0)", r.n(2100000, 2400000), r.n(0x2000004, 0x2000040)
-        later = ms + r.n(5, 400)
-        if r.u() < 0.5:
-            blocks = f"(FSS handle {r.n(100000, 9999999)}) numBlocks={r.n(2, 80) * 2097152} (bs=512)"
-            self.k(ms, f"VSCSI: 4068: {h}:Creating Virtual Device for world {w} {blocks}")
-            mac = ":".join(f"{r.n(0, 256):02x}" for _ in range(3))
-            self.k(later, f"NetPort: 1359: enabled port 0x{port:x} with mac 00:50:56:{mac}", "net")
-        else:
-            self.k(ms, f"NetPort: 1580: disabled port 0x{port:x}", "net")
-            self.k(later, f"VSCSI: 6602: {h}:Destroying Device for world {w} (pendCom 0)")
-
-    def n_misc(self, ms: int) -> None:
-        r, ctx = self.r, self.ctx
-        c = int(r.u() * 6)
-        if c == 0:
-            port = f"port 0x{r.n(0x2000004, 0x2000040):x}, disallowed by vswitch policy"
-            who = f"client {r.pick(self.vms)} requested promiscuous mode on {port}"
-            self.k(ms, "etherswitch: L2Sec_EnforcePortCompliance:247: " + who, "net")
-        elif c == 1:
-            aff = f"Affinitizing {self.worlds['net'][1]} to world {r.n(2100000, 2400000)}, Success"
-            self.k(ms, "Tcpip_Vmk: 1059: " + aff, "net")
-        elif c == 2 and ctx.peer_uuids:
-            entry = f"Entry type HOSTNAME owner {r.pick(ctx.peer_uuids)} updated to revision {r.n(2, 900)}"
-            self.k(ms, "CMMDS: CMMDSUpdateEntryRevision:912: " + entry, "vsan")
-        elif c == 3 and ctx.disk_uuids:
-            disk = f"Disk {r.pick(ctx.disk_uuids)}: reclaimed {r.n(1, 4000)} metadata blocks"
-            self.k(ms, "LSOM: LSOMMetadataCleanupPass:1520: " + disk, "vsan")
-        elif c == 4:
-            obj = f"Opened object {r.uuid()} (owner {ctx.host_uuid})"
-            self.k(ms, "DOM: DOMOwnerObjectOpen:3124: " + obj, "vsan")
-        else:
-            lun = f"the max LUN supported by this adapter is {r.n(1, 2)}"
-            self.k(ms, "vmw_ahci[0000001f]: scsiDiscover:" + lun, "io")
-
-    def n_warn(self, ms: int) -> None:
-        self.k(ms, self.r.pick(_WARN_NOISE), "misc", True)
-
-    def n_vob(self, ms: int) -> None:
-        r, corr = self.r, "UserLevelCorrelator"
-        if r.u() < 0.6:
-            who = f"root@10.{r.n(0, 255)}.{r.n(0, 255)}.{r.n(2, 254)}"
-            self.v(ms, corr, "esx.audit.ssh.session.opened", f"SSH session was opened for '{who}'.")
-            closed = min(ms + r.n(20_000, 900_000), max(self.end_ms, ms + 1))
-            self.v(closed, corr, "esx.audit.ssh.session.closed", f"SSH session was closed for '{who}'.")
-        else:
-            op = f"Operation '{r.pick(('enable', 'disable'))}' for rule set {r.pick(_FW_RULES)} succeeded."
-            self.v(ms, corr, "esx.audit.net.firewall.config.changed", "Firewall configuration has changed. " + op)
-
-    def noise(self, start: float, end: float) -> None:
-        u = self.r.u
-        # rates per hour differ from host to host
-        kinds: list[tuple[float, Callable[[int], None]]] = [
-            (u() * 14 + 3, self.n_probe), (u() * 0.6 + 0.1, self.n_rescan), (u() * 6 + 1, self.n_vm),
-            (u() * 10 + 2, self.n_misc), (u() * 3 + 0.5, self.n_warn), (u() * 5 + 1, self.n_vob),
-        ]  # fmt: skip
-        hours = max(end - start, 0.0) / 3600.0
-        for per_hour, fn in kinds:
-            n = int(self.rng.poisson(per_hour * hours))
-            for t in np.sort(self.rng.uniform(start, end, n)).tolist():
-                fn(int(t * 1000))
-
-
-def _files(name: str, lines: list[str], r: _Rand, p_rotate: float) -> dict[str, bytes]:
+def _files(name: str, lines: list[str], r: Rand, p_rotate: float) -> dict[str, bytes]:
     """`<name>.log`, and when the window spans a rotation the older part in `<name>.0.gz` (older still in
     `.1.gz`); gzip with mtime 0 so the bytes depend on the content only."""
     base = "var/run/log/" + name
