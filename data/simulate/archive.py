@@ -12,27 +12,39 @@ from pathlib import Path
 MTIME = 1700000000  # fixed so that the same seed gives identical bytes
 
 
+def _add_all(tar: tarfile.TarFile, files: dict[str, bytes]) -> None:
+    dirs: set[str] = set()
+    for path in sorted(files):
+        parts = path.split("/")[:-1]
+        for i in range(1, len(parts) + 1):
+            d = "/".join(parts[:i])
+            if d not in dirs:
+                dirs.add(d)
+                info = tarfile.TarInfo(d)
+                info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, MTIME
+                tar.addfile(info)
+        data = files[path]
+        info = tarfile.TarInfo(path)
+        info.size, info.mode, info.mtime = len(data), 0o644, MTIME
+        info.uname = info.gname = "root"
+        tar.addfile(info, io.BytesIO(data))
+
+
 def _tar_bytes(files: dict[str, bytes], level: int) -> bytes:
     raw = io.BytesIO()
     with (
         gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=level) as gz,
         tarfile.open(fileobj=gz, mode="w", format=tarfile.GNU_FORMAT) as tar,
     ):
-        dirs: set[str] = set()
-        for path in sorted(files):
-            parts = path.split("/")[:-1]
-            for i in range(1, len(parts) + 1):
-                d = "/".join(parts[:i])
-                if d not in dirs:
-                    dirs.add(d)
-                    info = tarfile.TarInfo(d)
-                    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, MTIME
-                    tar.addfile(info)
-            data = files[path]
-            info = tarfile.TarInfo(path)
-            info.size, info.mode, info.mtime = len(data), 0o644, MTIME
-            info.uname = info.gname = "root"
-            tar.addfile(info, io.BytesIO(data))
+        _add_all(tar, files)
+    return raw.getvalue()
+
+
+def tar_bytes(files: dict[str, bytes]) -> bytes:
+    """An uncompressed .tar of the bundle in memory: the cheapest upload to hand to the pipeline."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        _add_all(tar, files)
     return raw.getvalue()
 
 

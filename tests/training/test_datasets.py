@@ -1,0 +1,56 @@
+"""Dataset cache: simulate -> pipeline -> .npz, keyed by the resolved config, reused, never stale."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from data.simulate.archive import tar_bytes
+from data.simulate.generate import simulate_bundle
+from pipeline.api import load_bundle
+from pipeline.config import PipelineConfig
+from training import tensorstore
+from training.datasets import DatasetSpec, build, describe, load_dataset
+
+
+def test_tensorstore_round_trip() -> None:
+    b = simulate_bundle("field", 3, 1)
+    bt = load_bundle(tar_bytes(b.files))
+    labels = b.labels["components"]
+    assert isinstance(labels, dict)
+    back, lab = tensorstore.loads(tensorstore.dumps(bt, labels))
+    assert lab == labels and back.hosts == bt.hosts and back.T == bt.T
+    for k, kt in bt.kinds.items():
+        other = back.kinds[k]
+        assert other.ids == kt.ids
+        for a in ("values", "mask", "static", "static_mask", "host_index", "group_index"):
+            np.testing.assert_array_equal(getattr(other, a), getattr(kt, a))
+
+
+def test_stale_schema_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    b = simulate_bundle("lab", 3, 0)
+    data = tensorstore.dumps(load_bundle(tar_bytes(b.files)), {})
+    monkeypatch.setattr(tensorstore, "SCHEMA_VERSION", "vsandx.tensors/0")
+    with pytest.raises(tensorstore.StaleTensors):
+        tensorstore.loads(data)
+
+
+def test_build_caches_by_config(tmp_path: Path) -> None:
+    spec = DatasetSpec("lab", 4, seed=9, issue_rate=1.0)
+    folder = build(spec, tmp_path, workers=2, progress=False)
+    doc = describe(folder)
+    assert doc["n"] == 4 and doc["pipeline_schema"].startswith("vsandx.tensors/") and doc["simulator_version"]
+    X, y = load_dataset(folder)
+    assert len(X) == len(y) == 4
+    assert all(any(v != "none" for v in lab.values()) for lab in y)  # issue rate 1.0
+    for bt, lab in zip(X, y, strict=True):
+        assert set(bt.component_ids) == set(lab)  # the pipeline finds every labelled component
+    before = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.npz")}
+    assert build(spec, tmp_path, progress=False) == folder  # reused, nothing recomputed
+    assert {p.name: p.stat().st_mtime_ns for p in folder.glob("*.npz")} == before
+    other = build(spec, tmp_path, cfg=PipelineConfig(grid_steps=90), workers=1, progress=False)
+    assert other != folder and json.loads((other / "dataset.json").read_text())["pipeline_config"]["grid_steps"] == 90
+    assert load_dataset(other)[0][0].T == 90
