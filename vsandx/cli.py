@@ -17,7 +17,6 @@ def _positive(text: str) -> int:
 
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from data.simulate.runner import simulate_many, summarise
-
     from vsandx.settings import get_settings
 
     workers = args.workers if args.workers is not None else get_settings().sim_workers
@@ -76,10 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("-n", type=_positive, required=True, help="number of bundles")
     sim.add_argument("--out", required=True, help="output directory")
     sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--format", choices=("tgz", "dir", "zip"), default="tgz",
-                     help="tgz (default), a plain directory, or a vCenter-style zip of host .tgz files")
-    sim.add_argument("--issue-rate", type=float, default=None,
-                     help="share of bundles with at least one fault (lab default 0.5, field 0.78)")
+    sim.add_argument(
+        "--format",
+        choices=("tgz", "dir", "zip"),
+        default="tgz",
+        help="tgz (default), a plain directory, or a vCenter-style zip of host .tgz files",
+    )
+    sim.add_argument(
+        "--issue-rate",
+        type=float,
+        default=None,
+        help="share of bundles with at least one fault (lab default 0.5, field 0.78)",
+    )
     sim.add_argument("--workers", type=int, default=None, help="processes (default: one per core)")
     sim.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     sim.set_defaults(func=_cmd_simulate)

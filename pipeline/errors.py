@@ -1,0 +1,48 @@
+"""The pipeline's own errors: everything it raises on bad input is a BundleError.
+
+Each names the file or archive member it concerns (`path`) and why (`reason`), so the CLI can print
+one line and the service can show it to the user unchanged.
+"""
+
+from __future__ import annotations
+
+
+class BundleError(Exception):
+    """A bundle (or a member of it) cannot be read as a diagnosis bundle."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class NotABundle(BundleError):
+    """The upload is neither a directory nor a tar/tgz/zip archive."""
+
+
+class CorruptArchive(BundleError):
+    """The container itself is damaged (truncated gzip, bad tar header, broken zip directory)."""
+
+
+class UnsafeMember(BundleError):
+    """A member name tries to leave the bundle (absolute path, `..`, NUL, drive letter)."""
+
+
+class LimitExceeded(BundleError):
+    """A configured reading limit was breached; `limit` is the setting's name, `member` the culprit."""
+
+    def __init__(self, limit: str, member: str, detail: str) -> None:
+        super().__init__(member, f"limit {limit} exceeded ({detail})")
+        self.limit = limit
+        self.member = member
+
+
+class NoPerfData(BundleError):
+    """The upload holds no vSAN performance service data at all."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path, f"no vSAN performance data found in {path}")
+
+
+class CorruptMember(BundleError):
+    """One compressed member (a rotated `.gz` log) is damaged; callers report it as a warning."""

@@ -1,0 +1,1 @@
+"""Content-sniffing parsers, one module per source of bundle-format.md, producing plain records."""

@@ -1,0 +1,152 @@
+"""esxcli text tables: `vsan storage list`, `vsan network list`, `network nic list` (nicinfo)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+_RULE: Final = re.compile(r"^-+(\s+-+)+\s*$")
+
+
+@dataclass
+class StorageDevice:
+    device: str
+    uuid: str | None
+    dg_uuid: str | None
+    dg_name: str | None
+    is_ssd: bool
+    is_capacity: bool | None
+    dedup: bool | None
+    compression: bool | None
+
+
+@dataclass
+class VmkNic:
+    name: str
+    traffic: str | None
+
+
+@dataclass
+class NicRow:
+    name: str
+    link_up: bool | None
+    speed_mbps: float | None
+    duplex_full: bool | None
+    mtu: float | None
+    driver: str | None
+
+
+def _bool(v: str | None) -> bool | None:
+    if v is None:
+        return None
+    v = v.strip().lower()
+    return True if v == "true" else False if v == "false" else None
+
+
+def _blocks(text: str) -> list[tuple[str, dict[str, str]]]:
+    """Blocks of `Head` followed by indented `Key: value` lines."""
+    out: list[tuple[str, dict[str, str]]] = []
+    cur: dict[str, str] | None = None
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if not line[0].isspace():
+            cur = {}
+            out.append((line.strip(), cur))
+        elif cur is not None and ":" in line:
+            k, v = line.split(":", 1)
+            cur[k.strip()] = v.strip()
+    return out
+
+
+def sniff_storage(head: bytes) -> bool:
+    return b"VSAN UUID:" in head and b"Device:" in head
+
+
+def parse_storage_list(text: str) -> list[StorageDevice]:
+    out = []
+    for head, kv in _blocks(text):
+        dev = kv.get("Device") or head
+        if not dev or " " in dev:
+            continue
+        out.append(
+            StorageDevice(
+                device=dev.split(":", 1)[0],
+                uuid=kv.get("VSAN UUID") or None,
+                dg_uuid=kv.get("VSAN Disk Group UUID") or None,
+                dg_name=kv.get("VSAN Disk Group Name") or None,
+                is_ssd=bool(_bool(kv.get("Is SSD"))),
+                is_capacity=_bool(kv.get("Is Capacity Tier")),
+                dedup=_bool(kv.get("Deduplication")),
+                compression=_bool(kv.get("Compression")),
+            )
+        )
+    return out
+
+
+def sniff_network(head: bytes) -> bool:
+    return b"VmkNic Name:" in head
+
+
+def parse_network_list(text: str) -> list[VmkNic]:
+    return [VmkNic(kv["VmkNic Name"], kv.get("Traffic Type")) for _h, kv in _blocks(text) if "VmkNic Name" in kv]
+
+
+def sniff_nicinfo(head: bytes) -> bool:
+    lines = head.splitlines()[:200]
+    return any(ln.startswith(b"Name") and b"Speed" in ln and b"Duplex" in ln for ln in lines)
+
+
+def _num(v: str | None) -> float | None:
+    try:
+        return float(v) if v not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def parse_nicinfo(text: str) -> list[NicRow]:
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not (line.startswith("Name") and "Speed" in line and "Duplex" in line):
+            continue
+        # Column spans come from the dashed rule when there is one, else from header words.
+        if i + 1 < len(lines) and _RULE.match(lines[i + 1]):
+            spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[i + 1])]
+            body = lines[i + 2 :]
+        else:
+            spans = [(m.start(), m.end()) for m in re.finditer(r"\S+(?: \S+)*", line)]
+            body = lines[i + 1 :]
+        names = [line[a:b].strip() if k + 1 < len(spans) else line[a:].strip() for k, (a, b) in enumerate(spans)]
+        out = []
+        for row in body:
+            if not row.strip():
+                break
+            cells = {}
+            for k, (a, _b) in enumerate(spans):
+                end = spans[k + 1][0] if k + 1 < len(spans) else len(row)
+                cells[names[k]] = row[a:end].strip()
+            name = cells.get("Name") or row.split()[0]
+            if not name.startswith("vmnic"):
+                continue
+            link = cells.get("Link Status", "").lower()
+            duplex = cells.get("Duplex", "").lower()
+            speed = _num(cells.get("Speed"))
+            if speed is None or duplex not in ("full", "half"):
+                # a row wider than its columns (long driver name): fall back to the token order
+                toks = row.split()
+                speed = next((float(t) for t in toks[3:] if t.isdigit()), speed)
+                duplex = next((t.lower() for t in toks if t in ("Full", "Half")), duplex)
+                link = next((t.lower() for t in toks[3:5][::-1] if t in ("Up", "Down")), link)
+            out.append(
+                NicRow(
+                    name=name.split()[0],
+                    link_up=True if link == "up" else False if link == "down" else None,
+                    speed_mbps=speed,
+                    duplex_full=True if duplex == "full" else False if duplex == "half" else None,
+                    mtu=_num(cells.get("MTU")),
+                    driver=cells.get("Driver") or None,
+                )
+            )
+        return out
+    return []

@@ -1,0 +1,189 @@
+"""load_bundle end to end: formats agree, topology matches the reference validator, tensor semantics."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from pipeline import (
+    KIND_CHANNELS,
+    KIND_STATIC,
+    SCHEMA_VERSION,
+    BundleTensors,
+    NoPerfData,
+    PipelineConfig,
+    load_bundle,
+    parse_bundle,
+)
+from tests.pipeline.pipeline_fixtures import build_bundle, tgz_bytes, write_dir, write_tgz
+from vsandx.faults import COMPONENT_KINDS
+
+
+def test_fixtures_are_spec_conformant(
+    checker: ModuleType, bundle_tgz: Path, bundle_zip: Path, bundle_dir: Path, tmp_path: Path
+) -> None:
+    files, _ = build_bundle(n_hosts=2, json_perf=True, seed=5)
+    for p in (bundle_tgz, bundle_zip, bundle_dir, write_tgz(files, tmp_path / "j.tgz")):
+        ck = checker.check_bundle(str(p))
+        assert ck.problems == [], p
+
+
+def test_formats_give_identical_tensors(bundle_tgz: Path, bundle_zip: Path, bundle_dir: Path) -> None:
+    a, b, c = (load_bundle(p) for p in (bundle_tgz, bundle_zip, bundle_dir))
+    d = load_bundle(bundle_tgz.read_bytes())
+    for other in (b, c, d):
+        assert other.component_ids == a.component_ids
+        for k in COMPONENT_KINDS:
+            np.testing.assert_array_equal(other.kinds[k].values, a.kinds[k].values)
+            np.testing.assert_array_equal(other.kinds[k].mask, a.kinds[k].mask)
+
+
+def test_components_match_reference_validator(checker: ModuleType, bundle_tgz: Path) -> None:
+    """The validator's own component derivation (what simulated labels list) equals our topology."""
+    tree = checker.load_bundle(str(bundle_tgz))
+    ck = checker.Checker("x")
+    cm = ents = None
+    ents = {}
+    nic_rows = {}
+    for p, data in tree.files.items():
+        if "cmmds-tool" in p and cm is None:
+            cm = ck.parse_cmmds(data.decode(), p)
+        if "perf_stats_with_dump" in p:
+            ck.parse_dump(data.decode(), p, ents)
+        if "nicinfo" in p:
+            host = checker.HOST_RE.match(p.split("/")[0]).group("host")
+            nic_rows[host] = ck.check_nicinfo(data.decode(), p)
+    want = checker.components_from(cm, ents, nic_rows)
+    bt = load_bundle(bundle_tgz)
+    assert set(bt.component_ids) == set(want)
+    for cid in bt.component_ids:
+        assert cid.split(":", 1)[0] == want[cid]
+
+
+def test_result_shape_and_schema(bundle_tgz: Path, bundle: tuple[dict[str, bytes], dict]) -> None:
+    bt = load_bundle(bundle_tgz)
+    assert bt.schema_version == SCHEMA_VERSION
+    assert set(bt.kinds) == set(COMPONENT_KINDS)
+    truth = bundle[1]
+    assert bt.hosts == tuple(sorted(h.name for h in truth["hosts"]))
+    assert len(bt.kinds["disk"].ids) == sum(len(h.disks) for h in truth["hosts"])
+    for k, kt in bt.kinds.items():
+        n = len(kt.ids)
+        assert kt.values.shape == (n, len(KIND_CHANNELS[k]), bt.T) and kt.values.dtype == np.float32
+        assert kt.mask.shape == kt.values.shape and kt.mask.dtype == bool
+        assert kt.static.shape == (n, len(KIND_STATIC[k]))
+        assert np.all(kt.values[~kt.mask] == 0) and np.isfinite(kt.values).all()
+    assert PipelineConfig().grid_steps == bt.T and bt.step_s == 20 and bt.native_interval_s == 20
+    assert bt.kinds["disk"].group_index.min() >= 0 and bt.kinds["nic"].host_index.min() >= 0
+    assert bt.context.shape == (len(KIND_STATIC["cluster"]),)
+    json.dumps(bt.summary())
+
+
+def test_cache_disks_mask_capacity_only_channels(bundle_tgz: Path) -> None:
+    bt = load_bundle(bundle_tgz)
+    kt = bt.kinds["disk"]
+    cache = kt.static[:, KIND_STATIC["disk"].index("is_cache")] == 1
+    assert cache.any() and (~cache).any()
+    for ch in ("disk.iopsRead", "disk.latencyRead"):
+        i = kt.channels.index(ch)
+        assert not kt.mask[cache, i].any() and kt.mask[~cache, i].any()
+    i = kt.channels.index("disk.latencyDevDAvg")
+    assert kt.mask[:, i].all()
+
+
+def test_units_and_log_scaling(bundle: tuple[dict[str, bytes], dict], bundle_tgz: Path) -> None:
+    parsed = parse_bundle(bundle_tgz)
+    bt = load_bundle(bundle_tgz)
+    truth = bundle[1]
+    h = truth["hosts"][0]
+    raw = parsed.records.perf[f"host-domclient:{h.uuid}"].metrics["latencyAvgRead"]  # µs
+    kt = bt.kinds["host"]
+    r = kt.ids.index(f"host:{h.name}")
+    got = kt.values[r, kt.channels.index("domclient.latencyAvgRead")]
+    np.testing.assert_allclose(got[: len(raw)], np.log1p(raw / 1000), rtol=1e-5)  # ms, log1p
+    pct = kt.values[r, kt.channels.index("cpu.pcpuUtilPct")]
+    assert 0 <= pct.max() <= 1  # percent -> fraction, not log-scaled
+    # the missing sample (None in the dump) is masked, not zero-filled data
+    assert not kt.mask[0, kt.channels.index("domclient.iopsRead"), 3]
+
+
+def test_fault_evidence_lands_on_the_right_disk(bundle: tuple[dict[str, bytes], dict], bundle_tgz: Path) -> None:
+    bad = bundle[1]["bad"]
+    host = bundle[1]["hosts"][0].name
+    bt = load_bundle(bundle_tgz)
+    kt = bt.kinds["disk"]
+    r = kt.ids.index(f"disk:{host}/{bad.dev}")
+    for ch in ("ev.scsi_fail_medium", "ev.deteriorated", "esxtop.davg"):
+        col = kt.values[:, kt.channels.index(ch)].max(axis=1)
+        assert col.argmax() == r and col[r] > 0, ch
+    benign = kt.values[:, kt.channels.index("ev.scsi_fail_benign")].sum(axis=1)
+    assert benign[r] == 0 and benign.sum() > 0
+    nk = bt.kinds["nic"]
+    assert nk.values[:, nk.channels.index("ev.link_down")].sum() > 0
+    slow = nk.static[:, KIND_STATIC["nic"].index("speed_gbps")]
+    assert sorted(set(slow.tolist())) == [1.0, 10.0]
+
+
+def test_partial_upload_keeps_every_host(tmp_path: Path) -> None:
+    files, truth = build_bundle(n_hosts=4, host_bundles=1, seed=3)
+    bt = load_bundle(write_tgz(files, tmp_path / "p.tgz"))
+    assert len(bt.hosts) == 4 and len(bt.host_bundles) == 1
+    assert len(bt.kinds["disk"].ids) == sum(len(h.disks) for h in truth["hosts"])
+    assert sum("no host support bundle" in m for m in bt.missing) == 3
+
+
+def test_no_perf_data(tmp_path: Path) -> None:
+    files = {k: v for k, v in build_bundle()[0].items() if "perf_stats" not in k}
+    with pytest.raises(NoPerfData, match="no vSAN performance data found in"):
+        load_bundle(tgz_bytes(files))
+
+
+def test_labels_json_is_never_read(tmp_path: Path, bundle: tuple[dict[str, bytes], dict]) -> None:
+    from pipeline.parse.bundle import classify
+
+    assert classify("labels.json", b'[{"entityRefId": "host-cpu:x"}]') is None
+    a = load_bundle(write_tgz(bundle[0], tmp_path / "a.tgz", labels={"schema": "vsandx.labels/1"}))
+    assert a.component_ids == load_bundle(tgz_bytes(bundle[0])).component_ids
+
+
+def test_long_capture_window_follows_activity(tmp_path: Path) -> None:
+    files, _ = build_bundle(n_hosts=2, hours=48, interval=300, seed=4, esxtop_rows=0)
+    bt = load_bundle(write_tgz(files, tmp_path / "l.tgz"))
+    assert bt.step_s == 300 and bt.T == 180
+    # the fixture's bad disk degrades from hour 24 on: the chosen window must cover its log burst
+    kt = bt.kinds["disk"]
+    assert kt.values[:, kt.channels.index("ev.scsi_fail_medium")].sum() > 0
+
+
+def test_grid_step_coarsens_to_cover_the_capture(tmp_path: Path) -> None:
+    files, _ = build_bundle(n_hosts=2, hours=2, interval=20, seed=6, esxtop_rows=0)
+    bt = load_bundle(tgz_bytes(files))
+    assert (bt.step_s, bt.T) == (40, 180)
+    assert bt.kinds["cluster"].mask[0, 0].all()
+    bt = load_bundle(tgz_bytes(files), PipelineConfig(grid_steps=64, max_step_s=60))
+    assert (bt.step_s, bt.T) == (60, 64)
+
+
+def test_cli_parse(bundle_tgz: Path, tmp_path: Path) -> None:
+    exe = [sys.executable, "-m", "vsandx.cli", "parse"]
+    out = subprocess.run([*exe, str(bundle_tgz), "--json"], capture_output=True, text=True, check=True)
+    doc = json.loads(out.stdout)
+    assert doc["schema"] == SCHEMA_VERSION and len(doc["hosts"]) == 3
+    assert doc["components"]["disk"]["shape"][1] == len(KIND_CHANNELS["disk"])
+    text = subprocess.run([*exe, str(bundle_tgz)], capture_output=True, text=True, check=True).stdout
+    assert "window" in text and "diskgroup" in text
+    bad = tmp_path / "bad.tgz"
+    bad.write_bytes(b"not an archive at all")
+    r = subprocess.run([*exe, str(bad), "--json"], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stdout == "" and "bad.tgz" in r.stderr
+
+
+def test_result_type() -> None:
+    assert BundleTensors.__dataclass_fields__["schema_version"]
+    assert write_dir  # re-exported for other tests
