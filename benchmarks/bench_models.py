@@ -1,0 +1,88 @@
+"""CNN inference latency (issue 4): forward pass on one 4-host lab bundle's tensors, one thread.
+
+    .venv/bin/python benchmarks/bench_models.py [--runs 200] [--models cnn_small,cnn_base,cnn_deep]
+
+Simulates one lab bundle (4 hosts, 2 h at 20 s), loads it through the pipeline, fits each CNN
+variant for one epoch on it (latency does not depend on the weights' values), then times
+`predict_proba` (collate + forward + softmax) and the bare network forward under
+torch.inference_mode with torch.set_num_threads(1). Prints one JSON document (p50/p95 in ms).
+Target: <= 10 ms per 4-host bundle on one CPU thread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+
+from data.simulate.archive import write_bundle  # noqa: E402
+from data.simulate.generate import simulate_bundle  # noqa: E402
+from models.cnn_train import collate, to_arrays  # noqa: E402
+from models.registry import create_model  # noqa: E402
+from pipeline import load_bundle  # noqa: E402
+
+
+def _percentiles(samples: list[float]) -> dict[str, float]:
+    s = sorted(samples)
+    return {"p50": round(statistics.median(s), 3), "p95": round(s[int(0.95 * (len(s) - 1))], 3), "min": round(s[0], 3)}
+
+
+def _time(fn: object, runs: int) -> list[float]:
+    assert callable(fn)
+    for _ in range(10):  # warm-up: allocator, kernels
+        fn()
+    out = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=200)
+    ap.add_argument("--models", default="cnn_small,cnn_base,cnn_deep")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        b = simulate_bundle("lab", 1, 0, 1.0)
+        bt = load_bundle(write_bundle(b.name, b.files, Path(tmp), "tgz"))
+    labels = {k: str(v) for k, v in b.labels["components"].items()}  # type: ignore[attr-defined]
+    torch.set_num_threads(1)
+    result: dict[str, object] = {
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, 1 thread",
+        "bundle": {"hosts": len(bt.hosts), "components": len(bt.component_ids), "T": bt.T, "step_s": bt.step_s},
+        "runs": args.runs,
+        "target_ms": 10.0,
+        "models": {},
+    }
+    for name in args.models.split(","):
+        model = create_model(name, epochs=1, device="cpu").fit([bt], [labels])
+        net = model.network_.eval()
+        n_params = sum(p.numel() for p in net.parameters())
+        with torch.inference_mode():
+            batch = collate([to_arrays(bt)])
+            forward = _time(lambda net=net, batch=batch: net(batch), args.runs)
+            full = _time(lambda model=model: model.predict_proba([bt]), args.runs)
+        result["models"][name] = {  # type: ignore[index]
+            "params": n_params,
+            "forward_ms": _percentiles(forward),
+            "predict_proba_ms": _percentiles(full),
+        }
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
