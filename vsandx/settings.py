@@ -15,6 +15,10 @@ class Settings(BaseSettings):
     data_dir: Path = Path("./var")
     # Simulator: worker processes (0 = one per core).
     sim_workers: int = 0
+    # MLflow: tracking and registry URI (default: SQLite and an artifact folder under data_dir).
+    mlflow_tracking_uri: str | None = None
+    mlflow_experiment: str = "vsandx"
+    registered_model: str = "vsandx-diagnoser"
 
 
 @lru_cache(maxsize=1)
@@ -27,16 +31,17 @@ class PipelineSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="VSANDX_", env_file=".env", extra="ignore")
 
-    pipeline_max_members: int = 50_000
-    pipeline_max_member_bytes: int = 1024 * 1024 * 1024
-    pipeline_max_total_bytes: int = 4096 * 1024 * 1024
-    pipeline_max_ratio: float = 250.0
-    pipeline_ratio_min_bytes: int = 64 * 1024 * 1024
-    pipeline_max_depth: int = 2
-    pipeline_max_name_len: int = 1024
-    pipeline_max_header_bytes: int = 1024 * 1024
-    pipeline_grid_steps: int = 180
-    pipeline_max_step_s: int = 300
+    # None: PipelineConfig's own default (one place holds the numbers)
+    pipeline_max_members: int | None = None
+    pipeline_max_member_bytes: int | None = None
+    pipeline_max_total_bytes: int | None = None
+    pipeline_max_ratio: float | None = None
+    pipeline_ratio_min_bytes: int | None = None
+    pipeline_max_depth: int | None = None
+    pipeline_max_name_len: int | None = None
+    pipeline_max_header_bytes: int | None = None
+    pipeline_grid_steps: int | None = None
+    pipeline_max_step_s: int | None = None
 
 
 @lru_cache(maxsize=1)
