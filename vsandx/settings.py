@@ -19,6 +19,8 @@ class Settings(BaseSettings):
     mlflow_tracking_uri: str | None = None
     mlflow_experiment: str = "vsandx"
     registered_model: str = "vsandx-diagnoser"
+    # Ray: an existing cluster to run sweeps on (like RAY_ADDRESS); None starts a local one.
+    ray_address: str | None = None
 
 
 @lru_cache(maxsize=1)

@@ -1,0 +1,50 @@
+"""A real (tiny) Ray Tune sweep: trials train on the cached lab set, report field validation scores,
+save their models; warm-start configs run first; the issue rate mixes the training set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from models.registry import search_space
+from training.datasets import DatasetSpec, build, load_dataset
+from training.fitting import is_faulty, mix_issue_rate
+from training.tune import SweepSpec, ray_space, run_sweep
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    root = tmp_path_factory.mktemp("var")
+    train = build(DatasetSpec("lab", 16, seed=31, issue_rate=0.5), root, workers=2, progress=False)
+    val = build(DatasetSpec("field", 4, seed=32), root, workers=2, progress=False)
+    return root, train, val
+
+
+def test_ray_space_covers_the_registry_space() -> None:
+    space = search_space("cnn_small")
+    assert set(ray_space(space)) == set(space)
+    with pytest.raises(KeyError):
+        search_space("no_such_model")
+
+
+def test_mix_issue_rate(data: tuple[Path, Path, Path]) -> None:
+    X, y = load_dataset(data[1])
+    for rate in (0.25, 0.75):
+        Xm, ym = mix_issue_rate(X, y, rate, seed=1)
+        share = sum(map(is_faulty, ym)) / len(ym)
+        assert abs(share - rate) < 0.15 and len(Xm) == len(ym) >= 4
+
+
+def test_sweep_runs_trials_and_saves_models(data: tuple[Path, Path, Path]) -> None:
+    root, train, val = data
+    warm = {"lr": 0.004, "width": 16, "depth": 2, "dropout": 0.1, "issue_rate": 0.5}
+    spec = SweepSpec("cnn_small", num_samples=2, overrides={"epochs": 2, "batch_size": 8, "width": 16},
+                     warm_start=[warm], seed=3)  # fmt: skip
+    out = run_sweep(spec, train, val, root / "sweeps", progress=False)
+    assert len(out) == 2
+    assert any(abs(o.config["lr"] - 0.004) < 1e-12 and o.config["issue_rate"] == 0.5 for o in out)
+    for o in out:
+        assert 0.0 <= o.metrics["final_exact_match"] <= 1.0
+        assert o.folder is not None and (o.folder / "config.json").exists()
+    assert (root / "sweeps" / "sweep-cnn_small.json").exists()

@@ -1,0 +1,162 @@
+"""Ray Tune, and only here: the CNN hyperparameter sweep with ASHA early stopping.
+
+Each trial trains one registered model on the cached lab training set, mixed to the trial's issue
+rate, and reports the field validation set's exact match after every epoch; ASHA stops the weak ones.
+A trial takes a share of a GPU when CUDA is present and one CPU otherwise. `ray_address` (or the
+VSANDX_RAY_ADDRESS setting) puts the sweep on an existing Ray cluster. Winners' configs from an
+earlier sweep are evaluated first (warm start).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import ray
+import torch
+from ray import tune
+from ray.tune import Callback
+from ray.tune.schedulers import ASHAScheduler
+from ray.tune.search.basic_variant import BasicVariantGenerator
+from tqdm import tqdm
+
+from models.registry import search_space
+from training.datasets import load_dataset
+from training.fitting import fit_and_score, mix_issue_rate
+
+METRIC = "val_exact_match"
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    model: str  # a registered CNN family, e.g. "cnn_base"
+    num_samples: int = 8
+    max_epochs: int = 150
+    grace_epochs: int = 10
+    issue_rate: tuple[float, float] = (0.2, 0.8)
+    overrides: Mapping[str, Any] = field(default_factory=dict)  # fixed hyperparameters (e.g. epochs in CI)
+    warm_start: Sequence[Mapping[str, Any]] = ()  # configs to evaluate first
+    seed: int = 0
+    max_concurrent: int = 0  # 0: as many as resources allow
+
+
+@dataclass
+class TrialOutcome:
+    model: str
+    config: dict[str, Any]
+    metrics: dict[str, float]
+    history: list[dict[str, float]]
+    folder: Path | None  # saved model (None for trials ASHA stopped)
+
+
+def ray_space(space: Mapping[str, tuple[Any, ...]]) -> dict[str, Any]:
+    """The registry's plain-data search space as Ray Tune samplers."""
+    out: dict[str, Any] = {}
+    for name, spec in space.items():
+        kind = spec[0]
+        if kind == "uniform":
+            out[name] = tune.uniform(spec[1], spec[2])
+        elif kind == "loguniform":
+            out[name] = tune.loguniform(spec[1], spec[2])
+        elif kind == "int":
+            out[name] = tune.randint(spec[1], spec[2] + 1)
+        else:
+            out[name] = tune.choice(list(spec[1]))
+    return out
+
+
+def _trial(config: dict[str, Any], model: str, train_dir: str, val_dir: str, out_dir: str) -> None:
+    params = dict(config)
+    issue_rate = float(params.pop("issue_rate"))
+    X, y = load_dataset(Path(train_dir))
+    Xv, yv = load_dataset(Path(val_dir))
+    X, y = mix_issue_rate(X, y, issue_rate, seed=int(params.get("seed", 0)))
+
+    def report(record: Mapping[str, float]) -> None:
+        tune.report({k: float(v) for k, v in record.items() if isinstance(v, int | float)})
+
+    folder = Path(out_dir) / tune.get_context().get_trial_id()
+    fit_and_score(model, params, X, y, Xv, yv, folder, on_epoch=report)
+
+
+class _Progress(Callback):
+    def __init__(self, total: int, desc: str, enabled: bool) -> None:
+        self.bar = tqdm(total=total, desc=desc, unit="trial", disable=not enabled)
+        self.best = -math.inf
+
+    def on_trial_result(
+        self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any], **info: Any
+    ) -> None:
+        if METRIC in result and result[METRIC] > self.best:
+            self.best = result[METRIC]
+            self.bar.set_postfix(best=f"{self.best:.3f}")
+
+    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.bar.update()
+
+    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.bar.update()
+
+
+def run_sweep(spec: SweepSpec, train_dir: Path, val_dir: Path, out_dir: Path, ray_address: str | None = None,
+              progress: bool = True) -> list[TrialOutcome]:  # fmt: skip
+    space = ray_space(search_space(spec.model))
+    space["issue_rate"] = tune.uniform(*spec.issue_rate)
+    space["seed"] = spec.seed
+    space.update(spec.overrides)
+    if not ray.is_initialized():
+        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    gpu = 0.25 if torch.cuda.is_available() else 0.0
+    trainable = tune.with_resources(
+        tune.with_parameters(
+            _trial, model=spec.model, train_dir=str(train_dir), val_dir=str(val_dir), out_dir=str(out_dir)
+        ),
+        {"cpu": 1, "gpu": gpu},
+    )
+    epochs_fixed = "epochs" in spec.overrides
+    max_t = int(spec.overrides["epochs"]) if epochs_fixed else spec.max_epochs
+    scheduler = ASHAScheduler(time_attr="epoch", max_t=max_t, grace_period=min(spec.grace_epochs, max_t))
+    warm = [{k: v for k, v in c.items() if k in space} for c in spec.warm_start]
+    tuner = tune.Tuner(
+        trainable,
+        param_space=space,
+        tune_config=tune.TuneConfig(
+            metric=METRIC,
+            mode="max",
+            scheduler=scheduler,
+            num_samples=spec.num_samples,
+            search_alg=BasicVariantGenerator(points_to_evaluate=warm or None, random_state=spec.seed),
+            max_concurrent_trials=spec.max_concurrent or None,
+        ),
+        run_config=tune.RunConfig(
+            name=f"sweep-{spec.model}",
+            storage_path=str((out_dir / "ray").resolve()),
+            verbose=0,
+            callbacks=[_Progress(spec.num_samples, f"sweep {spec.model}", progress)],
+        ),
+    )
+    results = tuner.fit()
+    outcomes = []
+    for r in (results[i] for i in range(len(results))):
+        if r.error is not None or r.metrics is None:
+            continue
+        history = [] if r.metrics_dataframe is None else r.metrics_dataframe.to_dict("records")
+        folder = out_dir / r.metrics.get("trial_id", "")
+        saved = folder if (folder / "config.json").exists() else None
+        final = {k: float(v) for k, v in r.metrics.items() if k.startswith(("val_", "final_"))
+                 and isinstance(v, int | float) and not np.isnan(v)}  # fmt: skip
+        outcomes.append(TrialOutcome(spec.model, dict(r.config or {}), final, history, saved))
+    outcomes.sort(key=lambda o: o.metrics.get("final_exact_match", o.metrics.get(METRIC, 0.0)), reverse=True)
+    (out_dir / f"sweep-{spec.model}.json").write_text(
+        json.dumps(
+            [{"config": o.config, "metrics": o.metrics, "folder": str(o.folder)} for o in outcomes],
+            indent=1,
+            default=str,
+        )
+    )
+    return outcomes
