@@ -3,7 +3,7 @@ that supports the verdict (the component against its peers), and the recommendat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -109,12 +109,12 @@ def _agg(x: np.ndarray, how: str) -> np.ndarray:
     out = np.full(x.shape[0], np.nan)
     if ok.any():
         y = x[ok]
-        if how == "p90":  # the sustained level once a fault has set in, whatever its onset
-            out[ok] = np.nanpercentile(y, 90, axis=1)
+        # p90: the sustained level once a fault has set in, whatever its onset
+        q = {"max": 100.0, "min": 0.0, "p90": 90.0}.get(how)
+        if q is not None:
+            out[ok] = np.nanpercentile(y, q, axis=1)
         else:
-            reduce: Callable[..., np.ndarray] = {"max": np.nanmax, "mean": np.nanmean, "min": np.nanmin,
-                                                 "sum": np.nansum}[how]  # fmt: skip
-            out[ok] = reduce(y, axis=1)
+            out[ok] = np.nansum(y, axis=1) if how == "sum" else np.nanmean(y, axis=1)
     return out
 
 
