@@ -66,6 +66,69 @@ def _cmd_parse(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_diagnose(args: argparse.Namespace) -> int:
+    import json
+
+    from pipeline import BundleError
+    from service.predictor import NoModel, Predictor
+
+    try:
+        predictor = Predictor.load(args.model)
+        doc = predictor.diagnose(args.bundle)
+    except (BundleError, NoModel) as e:
+        print(f"vsandx diagnose: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"vsandx diagnose: {args.bundle}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(doc))
+        return 0
+    b = doc["bundle"]
+    print(f"bundle    {args.bundle} (sha256 {b['sha256'][:12]}...)")
+    print(f"hosts     {len(b['hosts'])}: {', '.join(b['hosts'])}")
+    print(f"window    {b['start']} .. {b['end']}")
+    print(f"model     {doc['model']['name']} version {doc['model']['version']}")
+    if not doc["findings"]:
+        print("verdict   healthy: no component at fault")
+    for f in doc["findings"]:
+        print(f"\n{f['fault']} on {f['component']}  (confidence {f['confidence']:.2f})")
+        print(f"  {f['summary']}")
+        for line in f["evidence"]:
+            print(f"  - {line}")
+        print(f"  what to do: {f['recommendation']}")
+    t = doc["timing_ms"]
+    print(f"\ntiming    read {t['read']:.1f} ms, parse {t['parse']:.1f} ms, predict {t['predict']:.1f} ms")
+    return 0
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    import json
+
+    from service.evaluate import evaluate_folder
+    from service.predictor import NoModel, Predictor
+
+    folder = Path(args.dir)
+    if not folder.is_dir():
+        print(f"vsandx evaluate: {folder}: not a directory", file=sys.stderr)
+        return 2
+    try:
+        doc = evaluate_folder(Predictor.load(args.model), folder)
+    except NoModel as e:
+        print(f"vsandx evaluate: {e}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(doc))
+        return 0
+    print(f"bundles             {doc['bundles']}")
+    print(f"exact match         {doc['exact_match']:.3f}")
+    print(f"component accuracy  {doc['component_accuracy']:.3f}")
+    for fault, m in doc["per_fault"].items():
+        print(f"  {fault:<22} P {m['precision']:.2f}  R {m['recall']:.2f}  F1 {m['f1']:.2f}  n={m['support']}")
+    print(f"latency             p50 {doc['latency_ms']['p50']:.0f} ms, p95 {doc['latency_ms']['p95']:.0f} ms")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vsandx", description="vSAN performance diagnostics")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -95,6 +158,17 @@ def build_parser() -> argparse.ArgumentParser:
     prs.add_argument("bundle", help=".tgz/.tar.gz/.tar/.zip or a directory")
     prs.add_argument("--json", action="store_true", help="one JSON document on stdout")
     prs.set_defaults(func=_cmd_parse)
+    diag = sub.add_parser("diagnose", help="diagnose one bundle with the served model")
+    diag.add_argument("bundle")
+    diag.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    diag.add_argument("--model", default=None, help="model folder, or models:/<name>@<alias> (default: the champion)")
+    diag.set_defaults(func=_cmd_diagnose)
+
+    ev = sub.add_parser("evaluate", help="diagnose every labelled bundle in DIR and report accuracy")
+    ev.add_argument("dir")
+    ev.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
+    ev.add_argument("--model", default=None, help="model folder, or models:/<name>@<alias> (default: the champion)")
+    ev.set_defaults(func=_cmd_evaluate)
     return parser
 
 
