@@ -8,6 +8,7 @@ for another pipeline schema is refused (models.base raises SchemaMismatch).
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import time
 from dataclasses import dataclass
@@ -72,20 +73,24 @@ class Predictor:
         folder = tracker.download(ref, s.data_dir / "models" / name / ref.version)
         return cls(load_model(folder), name, ref.version, cfg)
 
-    def diagnose(self, source: str | os.PathLike[str] | bytes | BinaryIO) -> dict[str, Any]:
-        """Diagnose an upload (bytes, an open file, an archive path or a bundle directory)."""
+    def diagnose(self, source: str | os.PathLike[str] | bytes | BinaryIO, name: str | None = None) -> dict[str, Any]:
+        """Diagnose an upload (bytes, an open file, an archive path or a bundle directory); `name` is
+        what error messages call it (the file name by default)."""
         t0 = time.perf_counter()
-        data: bytes | Path
-        if isinstance(source, bytes):
-            data = source
-        elif isinstance(source, str | os.PathLike):
-            path = Path(source)
-            data = path if path.is_dir() else path.read_bytes()
+        upload: Path | io.BytesIO
+        if isinstance(source, str | os.PathLike) and Path(source).is_dir():
+            upload = Path(source)
+            sha = _tree_sha256(upload)
         else:
-            data = source.read()
-        sha = _tree_sha256(data) if isinstance(data, Path) else hashlib.sha256(data).hexdigest()
+            if isinstance(source, str | os.PathLike):
+                data, name = Path(source).read_bytes(), name or str(source)
+            else:
+                data = source if isinstance(source, bytes) else source.read()
+            sha = hashlib.sha256(data).hexdigest()
+            upload = io.BytesIO(data)
+            upload.name = name or "<upload>"  # errors quote it
         t1 = time.perf_counter()
-        bt = load_bundle(data, self.config)
+        bt = load_bundle(upload, self.config)
         t2 = time.perf_counter()
         doc = self.document(bt, sha)
         t3 = time.perf_counter()
