@@ -1,0 +1,134 @@
+"""The training report: Markdown and PNG figures (also logged to MLflow by the caller).
+
+Side by side on the field test set: exact match (every component right, the reference system's
+definition), component accuracy, healthy bundles called all-`none`, per-fault recall, training time and
+prediction latency; then the learning curve, accuracy against epochs, learning rate and issue rate,
+and training time against data size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt
+
+from vsandx.faults import FAULT_IDS
+
+
+@dataclass
+class ModelScore:
+    name: str
+    family: str  # cnn-ensemble | cnn | baseline
+    exact_match: float
+    component_accuracy: float
+    healthy_all_none: float
+    per_fault: dict[str, dict[str, float]]
+    fit_seconds: float
+    predict_ms_p50: float
+
+
+@dataclass
+class CurvePoint:
+    fraction: float
+    bundles: int
+    exact_match: float
+    fit_seconds: float
+
+
+@dataclass
+class Results:
+    config: dict[str, Any]
+    scores: list[ModelScore]
+    trials: list[dict[str, Any]] = field(default_factory=list)  # config + val metrics of each sweep trial
+    curve: list[CurvePoint] = field(default_factory=list)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def _bar(scores: Sequence[ModelScore], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    names = [s.name for s in scores]
+    ax.bar(names, [100 * s.exact_match for s in scores], color=["#1f77b4" if s.family != "baseline" else "#999999"
+                                                                 for s in scores])  # fmt: skip
+    ax.set_ylabel("exact match on field test (%)")
+    ax.set_ylim(0, 100)
+    ax.tick_params(axis="x", rotation=30)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _scatter(trials: Sequence[dict[str, Any]], key: str, path: Path, log: bool = False) -> bool:
+    pts = [(t[key], t["val_exact_match"]) for t in trials if key in t and "val_exact_match" in t]
+    if not pts:
+        return False
+    fig, ax = plt.subplots(figsize=(4.2, 3))
+    ax.scatter([p[0] for p in pts], [100 * p[1] for p in pts], s=14)
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(key)
+    ax.set_ylabel("val exact match (%)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def _curve(curve: Sequence[CurvePoint], path: Path) -> None:
+    fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3))
+    n = [c.bundles for c in curve]
+    a.plot(n, [100 * c.exact_match for c in curve], marker="o")
+    a.set_xlabel("training bundles")
+    a.set_ylabel("exact match on field test (%)")
+    b.plot(n, [c.fit_seconds for c in curve], marker="o", color="#d62728")
+    b.set_xlabel("training bundles")
+    b.set_ylabel("training time (s)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(res: Results, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    scores = sorted(res.scores, key=lambda s: -s.exact_match)
+    lines = ["# vsandx training report", ""]
+    cfg = res.config
+    lines += [f"Training: {cfg.get('train')}; selection: {cfg.get('val')}; test (never used for a decision): "
+              f"{cfg.get('test')}.", ""]  # fmt: skip
+    lines += ["## Field test set", "", "| model | exact match | component accuracy | healthy all-none | "
+              "min per-fault recall | training time | predict p50 |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for s in scores:
+        recalls = [m["recall"] for f, m in s.per_fault.items() if m.get("support", 0)]
+        lines.append(f"| {s.name} | {_pct(s.exact_match)} | {_pct(s.component_accuracy)} | "
+                     f"{_pct(s.healthy_all_none)} | {_pct(min(recalls)) if recalls else 'n/a'} | "
+                     f"{s.fit_seconds:.0f} s | {s.predict_ms_p50:.1f} ms |")  # fmt: skip
+    _bar(scores, folder / "comparison.png")
+    lines += ["", "![comparison](comparison.png)", "", "## Per-fault recall / precision on the field test set", ""]
+    lines += ["| model | " + " | ".join(FAULT_IDS) + " |", "|---" * (len(FAULT_IDS) + 1) + "|"]
+    for s in scores:
+        cells = []
+        for f in FAULT_IDS:
+            m = s.per_fault.get(f, {})
+            cells.append(f"{m.get('recall', 0):.2f} / {m.get('precision', 0):.2f} (n={int(m.get('support', 0))})")
+        lines.append(f"| {s.name} | " + " | ".join(cells) + " |")
+    if res.curve:
+        _curve(res.curve, folder / "learning_curve.png")
+        lines += ["", "## Learning curve and training time", "", "![learning curve](learning_curve.png)", ""]
+        lines += ["| training bundles | exact match | training time |", "|---|---|---|"]
+        lines += [f"| {c.bundles} | {_pct(c.exact_match)} | {c.fit_seconds:.0f} s |" for c in res.curve]
+    if res.trials:
+        lines += ["", f"## Sweep: {len(res.trials)} trials", ""]
+        for key, log in (("epochs", False), ("lr", True), ("issue_rate", False)):
+            if _scatter(res.trials, key, folder / f"sweep_{key}.png", log):
+                lines.append(f"![accuracy vs {key}](sweep_{key}.png)")
+    path = folder / "report.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
