@@ -40,8 +40,13 @@ class DatasetSpec:
     issue_rate: float | None = None  # None: the profile's default
 
     def resolved(self, cfg: PipelineConfig) -> dict[str, Any]:
-        return {"schema": SCHEMA, **asdict(self), "pipeline_schema": SCHEMA_VERSION,
-                "simulator_version": SIMULATOR_VERSION, "pipeline_config": asdict(cfg)}  # fmt: skip
+        return {
+            "schema": SCHEMA,
+            **asdict(self),
+            "pipeline_schema": SCHEMA_VERSION,
+            "simulator_version": SIMULATOR_VERSION,
+            "pipeline_config": asdict(cfg),
+        }
 
     def key(self, cfg: PipelineConfig) -> str:
         doc = json.dumps(self.resolved(cfg), sort_keys=True)

@@ -22,8 +22,9 @@ def is_faulty(labels: Mapping[str, str]) -> bool:
     return any(v != "none" for v in labels.values())
 
 
-def mix_issue_rate(X: Sequence[BundleTensors], y: Sequence[Labels], rate: float, seed: int = 0
-                   ) -> tuple[list[BundleTensors], list[Labels]]:  # fmt: skip
+def mix_issue_rate(
+    X: Sequence[BundleTensors], y: Sequence[Labels], rate: float, seed: int = 0
+) -> tuple[list[BundleTensors], list[Labels]]:
     """The largest subset whose share of faulty bundles is `rate` (PerfPsychic's issue-rate study)."""
     faulty = [i for i, lab in enumerate(y) if is_faulty(lab)]
     healthy = [i for i, lab in enumerate(y) if not is_faulty(lab)]
@@ -38,9 +39,16 @@ def mix_issue_rate(X: Sequence[BundleTensors], y: Sequence[Labels], rate: float,
     return [X[i] for i in pick], [y[i] for i in pick]
 
 
-def fit_and_score(name: str, params: Mapping[str, Any], X: Sequence[BundleTensors], y: Sequence[Labels],
-                  Xv: Sequence[BundleTensors], yv: Sequence[Labels], folder: Path | None = None,
-                  on_epoch: EpochCallback | None = None) -> dict[str, float]:  # fmt: skip
+def fit_and_score(
+    name: str,
+    params: Mapping[str, Any],
+    X: Sequence[BundleTensors],
+    y: Sequence[Labels],
+    Xv: Sequence[BundleTensors],
+    yv: Sequence[Labels],
+    folder: Path | None = None,
+    on_epoch: EpochCallback | None = None,
+) -> dict[str, float]:
     """Fit `name` with `params`; per-epoch figures go to `on_epoch` when the model trains in epochs.
     Returns (and reports last) the validation exact match and component accuracy; saves to `folder`."""
     model = create_model(name, **params)
@@ -54,8 +62,11 @@ def fit_and_score(name: str, params: Mapping[str, Any], X: Sequence[BundleTensor
     model.fit(X, y, **kwargs)
     fit_s = time.perf_counter() - t0
     pred = model.predict(Xv)
-    scores = {"final_exact_match": exact_match(yv, pred), "final_component_accuracy": component_accuracy(yv, pred),
-              "fit_seconds": fit_s}  # fmt: skip
+    scores = {
+        "final_exact_match": exact_match(yv, pred),
+        "final_component_accuracy": component_accuracy(yv, pred),
+        "fit_seconds": fit_s,
+    }
     if folder is not None:
         model.save(folder)
     if on_epoch is not None:

@@ -56,8 +56,11 @@ def _pct(x: float) -> str:
 def _bar(scores: Sequence[ModelScore], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 3.2))
     names = [s.name for s in scores]
-    ax.bar(names, [100 * s.exact_match for s in scores], color=["#1f77b4" if s.family != "baseline" else "#999999"
-                                                                 for s in scores])  # fmt: skip
+    ax.bar(
+        names,
+        [100 * s.exact_match for s in scores],
+        color=["#1f77b4" if s.family != "baseline" else "#999999" for s in scores],
+    )
     ax.set_ylabel("exact match on field test (%)")
     ax.set_ylim(0, 100)
     ax.tick_params(axis="x", rotation=30)
@@ -101,15 +104,25 @@ def write_report(res: Results, folder: Path) -> Path:
     scores = sorted(res.scores, key=lambda s: -s.exact_match)
     lines = ["# vsandx training report", ""]
     cfg = res.config
-    lines += [f"Training: {cfg.get('train')}; selection: {cfg.get('val')}; test (never used for a decision): "
-              f"{cfg.get('test')}.", ""]  # fmt: skip
-    lines += ["## Field test set", "", "| model | exact match | component accuracy | healthy all-none | "
-              "min per-fault recall | training time | predict p50 |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        f"Training: {cfg.get('train')}; selection: {cfg.get('val')}; test (never used for a decision): "
+        f"{cfg.get('test')}.",
+        "",
+    ]
+    lines += [
+        "## Field test set",
+        "",
+        "| model | exact match | component accuracy | healthy all-none | "
+        "min per-fault recall | training time | predict p50 |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for s in scores:
         recalls = [m["recall"] for f, m in s.per_fault.items() if m.get("support", 0)]
-        lines.append(f"| {s.name} | {_pct(s.exact_match)} | {_pct(s.component_accuracy)} | "
-                     f"{_pct(s.healthy_all_none)} | {_pct(min(recalls)) if recalls else 'n/a'} | "
-                     f"{s.fit_seconds:.0f} s | {s.predict_ms_p50:.1f} ms |")  # fmt: skip
+        lines.append(
+            f"| {s.name} | {_pct(s.exact_match)} | {_pct(s.component_accuracy)} | "
+            f"{_pct(s.healthy_all_none)} | {_pct(min(recalls)) if recalls else 'n/a'} | "
+            f"{s.fit_seconds:.0f} s | {s.predict_ms_p50:.1f} ms |"
+        )
     _bar(scores, folder / "comparison.png")
     lines += ["", "![comparison](comparison.png)", "", "## Per-fault recall / precision on the field test set", ""]
     lines += ["| model | " + " | ".join(FAULT_IDS) + " |", "|---" * (len(FAULT_IDS) + 1) + "|"]

@@ -103,8 +103,14 @@ class _Progress(Callback):
         self.bar.update()
 
 
-def run_sweep(spec: SweepSpec, train_dir: Path, val_dir: Path, out_dir: Path, ray_address: str | None = None,
-              progress: bool = True) -> list[TrialOutcome]:  # fmt: skip
+def run_sweep(
+    spec: SweepSpec,
+    train_dir: Path,
+    val_dir: Path,
+    out_dir: Path,
+    ray_address: str | None = None,
+    progress: bool = True,
+) -> list[TrialOutcome]:
     space = ray_space(search_space(spec.model))
     space["issue_rate"] = tune.uniform(*spec.issue_rate)
     space["seed"] = spec.seed
@@ -148,8 +154,11 @@ def run_sweep(spec: SweepSpec, train_dir: Path, val_dir: Path, out_dir: Path, ra
         history = [] if r.metrics_dataframe is None else r.metrics_dataframe.to_dict("records")
         folder = out_dir / r.metrics.get("trial_id", "")
         saved = folder if (folder / "config.json").exists() else None
-        final = {k: float(v) for k, v in r.metrics.items() if k.startswith(("val_", "final_"))
-                 and isinstance(v, int | float) and not np.isnan(v)}  # fmt: skip
+        final = {
+            k: float(v)
+            for k, v in r.metrics.items()
+            if k.startswith(("val_", "final_")) and isinstance(v, int | float) and not np.isnan(v)
+        }
         outcomes.append(TrialOutcome(spec.model, dict(r.config or {}), final, history, saved))
     outcomes.sort(key=lambda o: o.metrics.get("final_exact_match", o.metrics.get(METRIC, 0.0)), reverse=True)
     (out_dir / f"sweep-{spec.model}.json").write_text(

@@ -129,6 +129,43 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from training.run import TrainConfig, run_training
+    from vsandx.settings import get_settings
+
+    preset = "smoke" if args.smoke else "quick" if args.quick else "full"
+    cfg = TrainConfig.preset(preset)
+    changes = {
+        k: v
+        for k, v in {
+            "lab": args.lab,
+            "val": args.val,
+            "test": args.test,
+            "samples": args.samples,
+            "seed": args.seed,
+        }.items()
+        if v is not None
+    }
+    if args.families:
+        changes["families"] = tuple(args.families.split(","))
+    cfg = replace(cfg, **changes)
+    done = run_training(cfg, get_settings(), progress=not args.quiet)
+    print(f"report    {done.report}")
+    print(
+        f"model     registered as version {done.version}"
+        + (" and promoted to champion" if done.champion else "; the champion stays (it is as good or better)")
+    )
+    print(f"{'model':<28}{'exact':>8}{'comp.':>8}{'healthy':>9}{'fit s':>8}{'pred ms':>9}")
+    for sc in done.scores:
+        print(
+            f"{sc.name:<28}{sc.exact_match:>8.3f}{sc.component_accuracy:>8.3f}{sc.healthy_all_none:>9.3f}"
+            f"{sc.fit_seconds:>8.0f}{sc.predict_ms_p50:>9.1f}"
+        )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vsandx", description="vSAN performance diagnostics")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -169,6 +206,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
     ev.add_argument("--model", default=None, help="model folder, or models:/<name>@<alias> (default: the champion)")
     ev.set_defaults(func=_cmd_evaluate)
+    tr = sub.add_parser("train", help="build datasets, sweep CNNs, benchmark baselines, register the winner")
+    size = tr.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="small sweep, all baselines, the report (minutes)")
+    size.add_argument("--smoke", action="store_true", help="tiny end-to-end run (CI)")
+    tr.add_argument("--lab", type=_positive, help="lab training bundles")
+    tr.add_argument("--val", type=_positive, help="field validation bundles (selection)")
+    tr.add_argument("--test", type=_positive, help="field test bundles (never used for a decision)")
+    tr.add_argument("--samples", type=_positive, help="sweep trials per CNN family")
+    tr.add_argument("--families", help="comma-separated CNN families (see models.registry)")
+    tr.add_argument("--seed", type=int)
+    tr.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    tr.set_defaults(func=_cmd_train)
     return parser
 
 

@@ -1,0 +1,77 @@
+"""An ensemble of fitted diagnosers: the average of their probabilities (the sweep's top-k CNNs).
+
+Built two ways: `EnsembleDiagnoser(members=[(name, params), ...]).fit(X, y)` trains every member, and
+`EnsembleDiagnoser.of(fitted)` wraps models a sweep already trained. Saved like any diagnoser: each
+member's JSON state and arrays live inside the ensemble's own config and safetensors file, keyed by
+member index, so loading runs no code from the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Self
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from models.base import Diagnoser, Labels, Proba, check_Xy
+from models.registry import create_model, register_model
+from pipeline.tensors import BundleTensors
+
+
+@register_model("ensemble", description="average of the probabilities of several fitted diagnosers")
+class EnsembleDiagnoser(Diagnoser):
+    default_name = "ensemble"
+
+    def __init__(self, members: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+        self.members = members
+
+    @classmethod
+    def of(cls, fitted: Sequence[Diagnoser]) -> EnsembleDiagnoser:
+        if not fitted:
+            raise ValueError("an ensemble needs at least one fitted model")
+        for m in fitted:
+            check_is_fitted(m)
+        ens = cls([(m.name, m.get_params(deep=False)) for m in fitted])
+        ens.model_name = "ensemble"
+        ens.models_ = list(fitted)
+        return ens
+
+    def fit(
+        self,
+        X: Sequence[BundleTensors],
+        y: Sequence[Labels],
+        eval_set: tuple[Sequence[BundleTensors], Sequence[Labels]] | None = None,
+    ) -> Self:
+        check_Xy(X, y)
+        if not self.members:
+            raise ValueError("members is empty: name the models to train")
+        self.models_ = [create_model(name, **params).fit(X, y, eval_set=eval_set) for name, params in self.members]
+        return self
+
+    def predict_proba(self, X: Sequence[BundleTensors]) -> list[Proba]:
+        check_is_fitted(self)
+        per_model = [m.predict_proba(X) for m in self.models_]
+        out = []
+        for b in range(len(X)):
+            ids = per_model[0][b].keys()
+            out.append({cid: np.mean([pm[b][cid] for pm in per_model], axis=0) for cid in ids})
+        return out
+
+    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        meta: dict[str, Any] = {"members": []}
+        arrays: dict[str, np.ndarray] = {}
+        for i, m in enumerate(self.models_):
+            m_meta, m_arrays = m._get_state()
+            meta["members"].append({"name": m.name, "params": m.get_params(deep=False), "state": m_meta})
+            arrays.update({f"{i}/{k}": v for k, v in m_arrays.items()})
+        return meta, arrays
+
+    def _set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        models = []
+        for i, doc in enumerate(meta["members"]):
+            m = create_model(doc["name"], **doc["params"])
+            prefix = f"{i}/"
+            m._set_state(doc["state"], {k[len(prefix) :]: v for k, v in arrays.items() if k.startswith(prefix)})
+            models.append(m)
+        self.models_ = models

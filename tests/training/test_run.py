@@ -1,0 +1,52 @@
+"""`vsandx train --smoke`: every step of the training path end to end on tiny data, then a diagnosis
+with the registered champion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from data.simulate.runner import simulate_many
+from service.predictor import Predictor
+from training.run import TrainConfig, run_training
+from training.tracking import Tracker
+from vsandx.settings import Settings
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, object]:
+    settings = Settings(data_dir=tmp_path_factory.mktemp("var"), sim_workers=2)
+    return settings, run_training(TrainConfig.preset("smoke"), settings, progress=False)
+
+
+def test_smoke_training_registers_a_champion(trained: tuple[Settings, object]) -> None:
+    settings, done = trained
+    assert done.champion and done.version == "1"  # type: ignore[attr-defined]
+    champ = Tracker(settings.data_dir).champion(settings.registered_model)
+    assert champ is not None and champ.version == "1"
+    names = [s.name for s in done.scores]  # type: ignore[attr-defined]
+    assert names[0] == "cnn-ensemble" and {"svm", "logreg", "mlp", "mnb"} <= set(names)
+    text = done.report.read_text()  # type: ignore[attr-defined]
+    for section in ("## Field test set", "## Per-fault recall", "## Learning curve", "## Sweep"):
+        assert section in text
+    assert (done.report.parent / "comparison.png").stat().st_size > 1000  # type: ignore[attr-defined]
+    assert (settings.data_dir / "sweeps" / "winners.json").exists()
+
+
+def test_champion_diagnoses_a_bundle(trained: tuple[Settings, object], tmp_path: Path) -> None:
+    settings, _ = trained
+    simulate_many("lab", 1, tmp_path, seed=5, progress=False)
+    doc = Predictor.load(None, settings).diagnose(next(tmp_path.glob("*.tgz")))
+    assert doc["model"] == {"name": settings.registered_model, "version": "1"}
+    assert len(doc["components"]) == 61
+
+
+def test_second_run_reuses_data_and_guards_promotion(trained: tuple[Settings, object]) -> None:
+    settings, _ = trained
+    cached = sorted(p.name for p in (settings.data_dir / "datasets").iterdir())
+    again = run_training(TrainConfig.preset("smoke"), settings, progress=False)
+    assert sorted(p.name for p in (settings.data_dir / "datasets").iterdir()) == cached  # datasets reused
+    champ = Tracker(settings.data_dir).champion(settings.registered_model)
+    assert champ is not None and again.version == "2"
+    assert champ.version == ("2" if again.champion else "1")

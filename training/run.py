@@ -1,0 +1,254 @@
+"""`vsandx train`: datasets, CNN sweeps, baselines, the top-k ensemble, the report, the registry.
+
+Lab bundles train; field bundles of another seed select (validation); a third field set is the test
+set that no decision ever sees. The winning ensemble becomes `champion` only when it is at least as
+good on that test set as the champion already registered (or when there is none).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from models.base import Diagnoser, SchemaMismatch, load_model
+from models.ensemble import EnsembleDiagnoser
+from models.metrics import component_accuracy, exact_match, per_fault
+from pipeline.tensors import BundleTensors
+from training.datasets import DatasetSpec, build, load_dataset
+from training.fitting import fit_and_score, is_faulty
+from training.report import CurvePoint, ModelScore, Results, write_report
+from training.tracking import Tracker
+from training.tune import SweepSpec, TrialOutcome, run_sweep
+from vsandx.settings import Settings
+
+Labels = dict[str, str]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    lab: int = 5000
+    val: int = 600
+    test: int = 1000
+    families: tuple[str, ...] = ("cnn_small", "cnn_base", "cnn_deep")
+    samples: int = 16  # sweep trials per family
+    max_epochs: int = 150
+    grace_epochs: int = 10
+    overrides: dict[str, Any] = field(default_factory=dict)  # hyperparameters fixed for every trial
+    baselines: tuple[str, ...] = ("svm", "logreg", "mlp", "mnb")
+    top_k: int = 3
+    curve: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
+    seed: int = 0
+
+    @classmethod
+    def preset(cls, name: str) -> TrainConfig:
+        if name == "quick":  # the whole path in minutes on a 2-core machine
+            return cls(
+                lab=400,
+                val=120,
+                test=240,
+                families=("cnn_small",),
+                samples=4,
+                max_epochs=40,
+                grace_epochs=8,
+                overrides={"epochs": 40},
+                curve=(0.25, 0.5, 1.0),
+            )
+        if name == "smoke":  # CI: every step end to end, tiny
+            return cls(
+                lab=24,
+                val=8,
+                test=8,
+                families=("cnn_small",),
+                samples=2,
+                max_epochs=2,
+                grace_epochs=1,
+                overrides={"epochs": 2, "width": 16},
+                top_k=2,
+                curve=(0.5, 1.0),
+            )
+        if name == "full":
+            return cls()
+        raise ValueError(f"unknown preset {name!r}")
+
+
+@dataclass
+class Trained:
+    champion: bool
+    version: str
+    report: Path
+    scores: list[ModelScore]
+
+
+def _score(
+    name: str, family: str, model: Diagnoser, X: Sequence[BundleTensors], y: Sequence[Labels], fit_s: float
+) -> ModelScore:
+    t0 = time.perf_counter()
+    pred: list[Labels] = []
+    lat = []
+    for bt in X:  # one bundle at a time: the serving path's latency
+        t = time.perf_counter()
+        pred += model.predict([bt])
+        lat.append(1e3 * (time.perf_counter() - t))
+    del t0
+    healthy = [p for p, t in zip(pred, y, strict=True) if not is_faulty(t)]
+    return ModelScore(
+        name,
+        family,
+        exact_match(y, pred),
+        component_accuracy(y, pred),
+        sum(not is_faulty(p) for p in healthy) / max(1, len(healthy)),
+        {k: dict(v) for k, v in per_fault(y, pred).items()},
+        fit_s,
+        float(np.median(lat)) if lat else 0.0,
+    )
+
+
+def _warm_start(data_dir: Path) -> list[dict[str, Any]]:
+    path = data_dir / "sweeps" / "winners.json"
+    return json.loads(path.read_text()) if path.exists() else []
+
+
+def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) -> Trained:
+    root = settings.data_dir
+    sets = {
+        "train": DatasetSpec("lab", cfg.lab, seed=cfg.seed * 10 + 1),
+        "val": DatasetSpec("field", cfg.val, seed=cfg.seed * 10 + 2),
+        "test": DatasetSpec("field", cfg.test, seed=cfg.seed * 10 + 3),
+    }
+    folders = {k: build(s, root, workers=settings.sim_workers, progress=progress) for k, s in sets.items()}
+    X, y = load_dataset(folders["train"])
+    Xv, yv = load_dataset(folders["val"])
+    Xt, yt = load_dataset(folders["test"])
+    tracker = Tracker(root, settings.mlflow_tracking_uri, settings.mlflow_experiment)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    out = root / "runs" / stamp
+    resolved = {**asdict(cfg), **{k: asdict(s) for k, s in sets.items()}}
+    warm = _warm_start(root)
+    with tracker.run(f"train-{stamp}", {"preset": resolved}, config=resolved) as parent:
+        trials: list[TrialOutcome] = []
+        for fam in cfg.families:
+            spec = SweepSpec(
+                fam,
+                cfg.samples,
+                cfg.max_epochs,
+                cfg.grace_epochs,
+                overrides=cfg.overrides,
+                warm_start=[w for w in warm if w.get("model") == fam],
+                seed=cfg.seed,
+            )
+            for t in run_sweep(spec, folders["train"], folders["val"], out / "trials", settings.ray_address, progress):
+                trials.append(t)
+                with tracker.run(f"{fam}-trial", t.config, config={"model": fam}, nested=True) as r:
+                    for i, rec in enumerate(t.history):
+                        r.log_metrics(
+                            {
+                                k: v
+                                for k, v in rec.items()
+                                if k.startswith(("val_", "train_")) and isinstance(v, int | float)
+                            },
+                            step=i + 1,
+                        )
+                    r.log_metrics(t.metrics)
+        ranked = sorted(
+            (t for t in trials if t.folder is not None), key=lambda t: -t.metrics.get("final_exact_match", 0.0)
+        )
+        if not ranked:
+            raise RuntimeError("no sweep trial finished: nothing to select")
+        top = ranked[: cfg.top_k]
+        ensemble = EnsembleDiagnoser.of([load_model(t.folder) for t in top if t.folder])
+        scores = [_score("cnn-ensemble", "cnn-ensemble", ensemble, Xt, yt, 0.0)]
+        best = load_model(top[0].folder) if top[0].folder else ensemble
+        scores.append(_score(f"{top[0].model} (best trial)", "cnn", best, Xt, yt, top[0].metrics.get("fit_seconds", 0)))
+        for name in cfg.baselines:
+            t0 = time.perf_counter()
+            fit_and_score(name, {}, X, y, Xv, yv, folder := out / "baselines" / name)
+            model = load_model(folder)
+            s = _score(name, "baseline", model, Xt, yt, time.perf_counter() - t0)
+            scores.append(s)
+            with tracker.run(f"baseline-{name}", model.get_params(), nested=True) as r:
+                r.log_metrics({"test_exact_match": s.exact_match, "test_component_accuracy": s.component_accuracy})
+        curve = _learning_curve(top[0], X, y, Xv, yv, Xt, yt, cfg, out / "curve")
+        res = Results(
+            resolved
+            | {"train": f"{len(X)} lab bundles", "val": f"{len(Xv)} field bundles", "test": f"{len(Xt)} field bundles"},
+            scores,
+            [t.config | t.metrics for t in trials],
+            curve,
+        )
+        report = write_report(res, out / "report")
+        parent.log_artifact(report.parent, "report")
+        ens = scores[0]
+        parent.log_metrics(
+            {
+                "test_exact_match": ens.exact_match,
+                "test_component_accuracy": ens.component_accuracy,
+                "test_healthy_all_none": ens.healthy_all_none,
+            }
+        )
+        parent.log_model_folder(ensemble.save(out / "ensemble"))
+    ref = tracker.register(
+        parent.id,
+        settings.registered_model,
+        tags={"test_exact_match": f"{ens.exact_match:.6f}", "test_set": json.dumps(asdict(sets["test"]))},
+    )
+    promote = _beats_champion(tracker, settings, ens.exact_match, Xt, yt, root)
+    if promote:
+        tracker.promote(ref)
+    winners = [{"model": t.model, **{k: v for k, v in t.config.items() if k != "seed"}} for t in top]
+    (root / "sweeps").mkdir(parents=True, exist_ok=True)
+    (root / "sweeps" / "winners.json").write_text(json.dumps(winners, indent=1, default=str))
+    return Trained(promote, ref.version, report, scores)
+
+
+def _beats_champion(
+    tracker: Tracker,
+    settings: Settings,
+    candidate: float,
+    Xt: Sequence[BundleTensors],
+    yt: Sequence[Labels],
+    root: Path,
+) -> bool:
+    """A candidate replaces the champion only if at least as good on this run's test set."""
+    champ = tracker.champion(settings.registered_model)
+    if champ is None:
+        return True
+    try:
+        model = load_model(tracker.download(champ, root / "models" / champ.name / champ.version))
+    except SchemaMismatch:
+        return True  # the old champion cannot read this pipeline's tensors any more
+    return candidate >= exact_match(yt, model.predict(Xt))
+
+
+def _learning_curve(
+    best: TrialOutcome,
+    X: Sequence[BundleTensors],
+    y: Sequence[Labels],
+    Xv: Sequence[BundleTensors],
+    yv: Sequence[Labels],
+    Xt: Sequence[BundleTensors],
+    yt: Sequence[Labels],
+    cfg: TrainConfig,
+    out: Path,
+) -> list[CurvePoint]:
+    """The best trial's config refitted on growing shares of the training set."""
+    params = {k: v for k, v in best.config.items() if k != "issue_rate"}
+    order = np.random.default_rng(cfg.seed).permutation(len(X))
+    points = []
+    for frac in cfg.curve:
+        idx = order[: max(2, round(frac * len(X)))]
+        Xs, ys = [X[i] for i in idx], [y[i] for i in idx]
+        t0 = time.perf_counter()
+        fit_and_score(best.model, params, Xs, ys, Xv, yv, folder := out / f"{frac:.2f}")
+        fit_s = time.perf_counter() - t0
+        pred = load_model(folder).predict(Xt)
+        points.append(CurvePoint(frac, len(idx), exact_match(yt, pred), fit_s))
+    return points
+
+
+__all__ = ["TrainConfig", "Trained", "replace", "run_training"]
