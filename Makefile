@@ -13,9 +13,13 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# Simulate a few bundles, train a quick champion when none is registered, diagnose and evaluate.
 run: $(STAMP)
 	$(VENV)/bin/vsandx simulate --profile lab -n 8 --out $(OUT)/lab --seed 1
 	$(VENV)/bin/vsandx simulate --profile field -n 8 --out $(OUT)/field --seed 1
+	$(VENV)/bin/vsandx train --quick --if-missing
+	$(VENV)/bin/vsandx diagnose $(OUT)/field/field-s1-000000.tgz
+	$(VENV)/bin/vsandx evaluate $(OUT)/field
 
 test: $(STAMP)
 	$(PY) -m pytest -n auto

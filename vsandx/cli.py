@@ -151,7 +151,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.families:
         changes["families"] = tuple(args.families.split(","))
     cfg = replace(cfg, **changes)
-    done = run_training(cfg, get_settings(), progress=not args.quiet)
+    settings = get_settings()
+    if args.if_missing:
+        from training.tracking import Tracker
+
+        champ = Tracker(settings.data_dir, settings.mlflow_tracking_uri).champion(settings.registered_model)
+        if champ is not None:
+            print(f"champion  {settings.registered_model} version {champ.version} exists; not training")
+            return 0
+    done = run_training(cfg, settings, progress=not args.quiet)
     print(f"report    {done.report}")
     print(
         f"model     registered as version {done.version}"
@@ -216,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--samples", type=_positive, help="sweep trials per CNN family")
     tr.add_argument("--families", help="comma-separated CNN families (see models.registry)")
     tr.add_argument("--seed", type=int)
+    tr.add_argument("--if-missing", action="store_true", help="only train when no champion is registered")
     tr.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     tr.set_defaults(func=_cmd_train)
     return parser
