@@ -78,8 +78,14 @@ class Finding:
     evidence: list[str]
 
     def to_dict(self) -> dict[str, object]:
-        return {"component": self.component, "fault": self.fault, "confidence": round(self.confidence, 4),
-                "summary": self.summary, "recommendation": self.recommendation, "evidence": self.evidence}  # fmt: skip
+        return {
+            "component": self.component,
+            "fault": self.fault,
+            "confidence": round(self.confidence, 4),
+            "summary": self.summary,
+            "recommendation": self.recommendation,
+            "evidence": self.evidence,
+        }
 
 
 def decoded(kt: KindTensors, channel: str) -> np.ndarray:

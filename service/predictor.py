@@ -94,8 +94,12 @@ class Predictor:
         t2 = time.perf_counter()
         doc = self.document(bt, sha)
         t3 = time.perf_counter()
-        doc["timing_ms"] = {"read": 1e3 * (t1 - t0), "parse": 1e3 * (t2 - t1), "predict": 1e3 * (t3 - t2),
-                            "total": 1e3 * (t3 - t0)}  # fmt: skip
+        doc["timing_ms"] = {
+            "read": 1e3 * (t1 - t0),
+            "parse": 1e3 * (t2 - t1),
+            "predict": 1e3 * (t3 - t2),
+            "total": 1e3 * (t3 - t0),
+        }
         return doc
 
     def document(self, bt: BundleTensors, sha256: str) -> dict[str, Any]:
@@ -107,8 +111,15 @@ class Predictor:
                 best = int(np.argmax(p))
                 verdicts[cid] = (LABELS[best], float(p[best]))
                 scores = {lab: round(float(v), 4) for lab, v in zip(LABELS, p, strict=True) if v > 0}
-                comps.append({"id": cid, "kind": kind, "verdict": LABELS[best], "confidence": round(float(p[best]), 4),
-                              "scores": scores})  # fmt: skip
+                comps.append(
+                    {
+                        "id": cid,
+                        "kind": kind,
+                        "verdict": LABELS[best],
+                        "confidence": round(float(p[best]), 4),
+                        "scores": scores,
+                    }
+                )
         return {
             "schema": SCHEMA,
             "bundle": {
