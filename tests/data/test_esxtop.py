@@ -5,22 +5,20 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import importlib.util
 import re
 import time
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
 from data.simulate.esxtop import STYLES, render_esxtop
+from tests.conftest import load_checker
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT.parent / "shared" / "samples" / "real" / "esxtop"
 RAW_SAMPLE = SAMPLES / "rach-sharp_esxtopd__small-esxtop-data.csv"
 RESAVED_SAMPLE = SAMPLES / "gsliu_VisualEsxtopOnline__origincsvfile.csv"
-CHECKER = ROOT.parent / "shared" / "tools" / "check_bundle.py"
 FIRST = "(PDH-CSV 4.0) (UTC)(0)"
 HEADER = re.compile(r"^\\\\[^\\]+\\[^\\]+(\([^)]*\))?\\.+")
 PARTS = re.compile(r"^\\\\([^\\]+)\\([^\\(]+)(?:\(([^)]*)\))?\\(.+)$")
@@ -130,16 +128,6 @@ def _real(path: Path) -> bytes:
     if not path.is_file():
         pytest.skip(f"{path} not present")
     return path.read_bytes()
-
-
-def _checker() -> ModuleType:
-    if not CHECKER.is_file():
-        pytest.skip("shared/tools/check_bundle.py not present")
-    spec = importlib.util.spec_from_file_location("check_bundle", CHECKER)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_real_captures_pass_the_same_syntax_check() -> None:
@@ -254,7 +242,7 @@ def test_real_capture_zeroes_disk_rates_in_its_first_row() -> None:
 
 @pytest.mark.parametrize("style", STYLES)
 def test_bundle_checker_accepts_every_style(style: str) -> None:
-    mod = _checker()
+    mod = load_checker()
     ck = mod.Checker("t")
     for seed in range(3):
         assert ck.check_esxtop(_render(style, seed=seed), "x.csv") is True

@@ -5,20 +5,18 @@ from __future__ import annotations
 
 import calendar
 import gzip
-import importlib.util
 import re
 import time
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 
 from data.simulate.events import EVENT_KINDS, Event, HostLogContext, NicInfo
 from data.simulate.logs import render_host_logs
+from tests.conftest import load_checker
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKER = ROOT.parent / "shared" / "tools" / "check_bundle.py"
 START = 1772445600.0  # 2026-03-02T10:00:00Z
 END = START + 7200.0
 DEV, DEV2 = "naa.5000c500a1b2c3d4", "naa.55cd2e404ba2ce71"
@@ -153,16 +151,6 @@ def _lines(out: dict[str, bytes], name: str) -> list[str]:
     return text.splitlines()
 
 
-def _checker() -> ModuleType:
-    if not CHECKER.is_file():
-        pytest.skip("shared/tools/check_bundle.py not present")
-    spec = importlib.util.spec_from_file_location("check_bundle", CHECKER)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_attrs_cover_every_kind() -> None:
     assert set(ATTRS) == set(EVENT_KINDS) == set(SHAPES)
 
@@ -276,7 +264,7 @@ def test_deterministic() -> None:
 
 @pytest.mark.parametrize("major", [7, 8])
 def test_bundle_checker_accepts_logs(major: int) -> None:
-    mod = _checker()
+    mod = load_checker()
     ck = mod.Checker("t")
     out = render_host_logs(_ctx(major), _all_events(), START, END, np.random.default_rng(2))
     for path, data in out.items():
