@@ -49,15 +49,15 @@ class TrainConfig:
     def preset(cls, name: str) -> TrainConfig:
         if name == "quick":  # the whole path in minutes on a 2-core machine
             return cls(
-                lab=400,
-                val=120,
-                test=240,
+                lab=300,
+                val=100,
+                test=200,
                 families=("cnn_small",),
                 samples=4,
-                max_epochs=40,
-                grace_epochs=8,
-                overrides={"epochs": 40},
-                curve=(0.25, 0.5, 1.0),
+                max_epochs=15,
+                grace_epochs=5,
+                overrides={"epochs": 15, "depth": 2},
+                curve=(0.5, 1.0),
             )
         if name == "smoke":  # CI: every step end to end, tiny
             return cls(
