@@ -5,8 +5,9 @@
 Simulates one lab bundle (4 hosts, 2 h at 20 s), loads it through the pipeline, fits each CNN
 variant for one epoch on it (latency does not depend on the weights' values), then times
 `predict_proba` (collate + forward + softmax) and the bare network forward under
-torch.inference_mode with torch.set_num_threads(1). Prints one JSON document (p50/p95 in ms).
-Target: <= 10 ms per 4-host bundle on one CPU thread.
+torch.inference_mode with torch.set_num_threads(1), the process pinned to one CPU. Also times the
+baselines' feature extraction (models/features.py, target <= 5 ms). Prints one JSON document
+(p50/p95 in ms). Target: <= 10 ms per 4-host bundle on one CPU thread.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import torch  # noqa: E402
 from data.simulate.archive import write_bundle  # noqa: E402
 from data.simulate.generate import simulate_bundle  # noqa: E402
 from models.cnn_train import collate, to_arrays  # noqa: E402
+from models.features import bundle_features  # noqa: E402
 from models.registry import create_model  # noqa: E402
 from pipeline import load_bundle  # noqa: E402
 
@@ -59,12 +61,15 @@ def main() -> int:
         b = simulate_bundle("lab", 1, 0, 1.0)
         bt = load_bundle(write_bundle(b.name, b.files, Path(tmp), "tgz"))
     labels = {k: str(v) for k, v in b.labels["components"].items()}  # type: ignore[attr-defined]
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     torch.set_num_threads(1)
     result: dict[str, object] = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, 1 thread",
         "bundle": {"hosts": len(bt.hosts), "components": len(bt.component_ids), "T": bt.T, "step_s": bt.step_s},
         "runs": args.runs,
         "target_ms": 10.0,
+        "features_ms": _percentiles(_time(lambda: bundle_features(bt), args.runs)),  # the baselines' input
         "models": {},
     }
     for name in args.models.split(","):

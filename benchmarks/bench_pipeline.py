@@ -29,9 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.pipeline.pipeline_fixtures import build_bundle, write_tgz  # noqa: E402
-
 from pipeline import load_bundle  # noqa: E402
+from tests.pipeline.pipeline_fixtures import build_bundle, write_tgz  # noqa: E402
 
 
 def _pin() -> None:

@@ -71,6 +71,7 @@ def ray_space(space: Mapping[str, tuple[Any, ...]]) -> dict[str, Any]:
 
 
 def _trial(config: dict[str, Any], model: str, train_dir: str, val_dir: str, out_dir: str) -> None:
+    torch.set_num_threads(1)  # the trial holds one CPU; more threads only fight the other trials
     params = dict(config)
     issue_rate = float(params.pop("issue_rate"))
     X, y = load_dataset(Path(train_dir))
@@ -125,7 +126,8 @@ def run_sweep(
         {"cpu": 1, "gpu": gpu},
     )
     epochs_fixed = "epochs" in spec.overrides
-    max_t = int(spec.overrides["epochs"]) if epochs_fixed else spec.max_epochs
+    # one more than the epochs: the final report (saved model, final_* scores) comes after the last epoch
+    max_t = (int(spec.overrides["epochs"]) if epochs_fixed else spec.max_epochs) + 1
     scheduler = ASHAScheduler(time_attr="epoch", max_t=max_t, grace_period=min(spec.grace_epochs, max_t))
     warm = [{k: v for k, v in c.items() if k in space} for c in spec.warm_start]
     tuner = tune.Tuner(

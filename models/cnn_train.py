@@ -1,0 +1,251 @@
+"""Batching and the plain-PyTorch fit loop of models/cnn.py, readable top to bottom.
+
+    arrays = to_arrays(bundle, labels)     # once per bundle: torch views of its tensors + targets
+    batch = collate([arrays, ...], device) # components of every bundle concatenated per kind
+    history = fit_network(net, train, val, params, device)
+
+The loop: AdamW, cosine learning-rate decay, class-weighted cross-entropy per component (summed over
+kinds, averaged over labelled components), gradient-norm clipping, and early stopping on the
+validation loss (best weights restored) when a validation set is given. Deterministic for a seed on
+CPU: weights and dropout come from torch.manual_seed (set by the caller), batch order from its own
+generator.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from models.base import KIND_LABELS, Labels, kind_targets
+from pipeline.tensors import BundleTensors
+from vsandx.faults import COMPONENT_KINDS
+
+STD_FLOOR = 0.1  # a channel constant in training (an error counter that never fired) must not explode
+
+
+@dataclass
+class KindBatch:
+    values: Tensor  # (N, C, T) float32, 0 where masked
+    mask: Tensor  # (N, C, T) bool
+    valid: Tensor  # (N, T) bool: the step exists in its bundle (False in time padding)
+    static: Tensor  # (N, S) float32
+    static_mask: Tensor  # (N, S) bool
+    bundle: Tensor  # (N,) int64 bundle index within the batch
+    host: Tensor  # (N,) int64 host index within the batch; n_hosts for "no host" (the cluster)
+    target: Tensor  # (N,) int64 index into KIND_LABELS[kind]; -1 = unlabelled
+
+
+@dataclass
+class Batch:
+    kinds: dict[str, KindBatch]
+    n_bundles: int
+    n_hosts: int
+
+
+BundleArrays = dict[str, dict[str, Tensor]]  # kind -> field -> tensor, one bundle
+EpochCallback = Callable[[Mapping[str, Any]], None]  # gets each epoch's history record
+
+
+def to_arrays(bt: BundleTensors, labels: Labels | None = None) -> BundleArrays:
+    """One bundle's tensors as torch tensors (views, no copy) plus its targets."""
+    out: BundleArrays = {}
+    for k in COMPONENT_KINDS:
+        kt = bt.kinds[k]
+        target = kind_targets(bt, labels, k) if labels is not None else np.full(len(kt.ids), -1, np.int64)
+        out[k] = {
+            "values": torch.from_numpy(kt.values),
+            "mask": torch.from_numpy(kt.mask),
+            "static": torch.from_numpy(kt.static),
+            "static_mask": torch.from_numpy(kt.static_mask),
+            "host": torch.from_numpy(kt.host_index.astype(np.int64)),
+            "target": torch.from_numpy(target),
+            "n_hosts": torch.tensor(len(bt.kinds["host"].ids)),
+        }
+    return out
+
+
+def collate(bundles: Sequence[BundleArrays], device: torch.device | str = "cpu") -> Batch:
+    """Concatenate the bundles' components per kind; pad time to the longest bundle."""
+    t_max = max(b[k]["values"].shape[-1] for b in bundles for k in COMPONENT_KINDS)
+    host_offset = np.cumsum([0] + [int(b["host"]["n_hosts"]) for b in bundles])
+    n_hosts = int(host_offset[-1])
+    kinds = {}
+    for k in COMPONENT_KINDS:
+        parts = [b[k] for b in bundles]
+
+        def cat(field: str, pad_time: bool = False, parts: list[dict[str, Tensor]] = parts) -> Tensor:
+            xs = [p[field] for p in parts]
+            if pad_time:
+                xs = [x if x.shape[-1] == t_max else F.pad(x, (0, t_max - x.shape[-1])) for x in xs]
+            return (xs[0] if len(xs) == 1 else torch.cat(xs)).to(device)  # one bundle: no copy
+
+        valid = [p["values"].new_ones(p["values"].shape[0], p["values"].shape[-1], dtype=torch.bool) for p in parts]
+        valid = [v if v.shape[-1] == t_max else F.pad(v, (0, t_max - v.shape[-1])) for v in valid]
+        host = [
+            torch.where(p["host"] >= 0, p["host"] + int(off), n_hosts)
+            for p, off in zip(parts, host_offset, strict=False)
+        ]
+        kinds[k] = KindBatch(
+            values=cat("values", pad_time=True),
+            mask=cat("mask", pad_time=True),
+            valid=torch.cat(valid).to(device),
+            static=cat("static"),
+            static_mask=cat("static_mask"),
+            bundle=torch.cat([torch.full((len(p["host"]),), i) for i, p in enumerate(parts)]).to(device),
+            host=torch.cat(host).to(device),
+            target=cat("target"),
+        )
+    return Batch(kinds, len(bundles), n_hosts)
+
+
+def normalisation_stats(bundles: Sequence[BundleTensors]) -> dict[str, tuple[np.ndarray, ...]]:
+    """Per kind: masked mean and std of every channel and static feature over the training bundles."""
+    stats: dict[str, tuple[np.ndarray, ...]] = {}
+    for k in COMPONENT_KINDS:
+        n = sum(float(bt.kinds[k].mask.sum()) for bt in bundles)
+        if n == 0:
+            c, s = bundles[0].kinds[k].values.shape[1], bundles[0].kinds[k].static.shape[1]
+            stats[k] = (np.zeros(c), np.ones(c), np.zeros(s), np.ones(s))
+            continue
+        m = [bt.kinds[k].mask.sum((0, 2)) for bt in bundles]
+        s1 = [bt.kinds[k].values.sum((0, 2), dtype=np.float64) for bt in bundles]
+        s2 = [(bt.kinds[k].values.astype(np.float64) ** 2).sum((0, 2)) for bt in bundles]
+        cnt = np.maximum(np.sum(m, 0), 1)
+        mu = np.sum(s1, 0) / cnt
+        sd = np.sqrt(np.maximum(np.sum(s2, 0) / cnt - mu**2, 0.0))
+        st = np.concatenate([bt.kinds[k].static for bt in bundles])
+        sm = np.concatenate([bt.kinds[k].static_mask for bt in bundles])
+        scnt = np.maximum(sm.sum(0), 1)
+        smu = (st * sm).sum(0) / scnt
+        ssd = np.sqrt(np.maximum(((st - smu) ** 2 * sm).sum(0) / scnt, 0.0))
+        stats[k] = tuple(a.astype(np.float32) for a in (mu, np.maximum(sd, STD_FLOOR), smu, np.maximum(ssd, STD_FLOOR)))
+    return stats
+
+
+def class_weights(train: Sequence[BundleArrays], power: float) -> dict[str, Tensor]:
+    """Per kind (n_labels,) weights (n / (k * count)) ** power over the labels seen in training."""
+    out = {}
+    for k in COMPONENT_KINDS:
+        t = torch.cat([b[k]["target"] for b in train])
+        counts = torch.bincount(t[t >= 0], minlength=len(KIND_LABELS[k])).double()
+        seen = counts > 0
+        w = torch.zeros_like(counts)
+        w[seen] = (counts[seen].sum() / (seen.sum() * counts[seen])) ** power
+        w[seen] /= (w[seen] * counts[seen]).sum() / counts[seen].sum()  # mean weight per row = 1
+        w[~seen] = 1.0
+        out[k] = w.float()
+    return out
+
+
+def batch_loss(logits: Mapping[str, Tensor], batch: Batch, weights: Mapping[str, Tensor]) -> Tensor:
+    """Class-weighted cross-entropy summed over every labelled component, divided by their number."""
+    total = sum(
+        F.cross_entropy(
+            logits[k], batch.kinds[k].target, weight=weights[k].to(logits[k].device), ignore_index=-1, reduction="sum"
+        )
+        for k in COMPONENT_KINDS
+    )
+    n = sum(int((batch.kinds[k].target >= 0).sum()) for k in COMPONENT_KINDS)
+    return total / max(n, 1)  # type: ignore[return-value]
+
+
+@torch.inference_mode()
+def evaluate(
+    net: nn.Module,
+    data: Sequence[BundleArrays],
+    weights: Mapping[str, Tensor],
+    device: torch.device,
+    batch_size: int = 16,
+) -> dict[str, float]:
+    """Mean loss, component accuracy and exact match of `net` on labelled bundles."""
+    net.eval()
+    loss, hits, n, exact = 0.0, 0, 0, 0
+    for i in range(0, len(data), batch_size):
+        batch = collate(data[i : i + batch_size], device)
+        logits = net(batch)
+        n_lab = sum(int((batch.kinds[k].target >= 0).sum()) for k in COMPONENT_KINDS)
+        loss += float(batch_loss(logits, batch, weights)) * n_lab
+        wrong = torch.zeros(batch.n_bundles, device=device)
+        for k in COMPONENT_KINDS:
+            kb = batch.kinds[k]
+            lab = kb.target >= 0
+            ok = (logits[k].argmax(-1) == kb.target) & lab
+            hits += int(ok.sum())
+            n += int(lab.sum())
+            wrong.index_add_(0, kb.bundle, (lab & ~ok).float())
+        exact += int((wrong == 0).sum())
+    return {"loss": loss / max(n, 1), "component_accuracy": hits / max(n, 1), "exact_match": exact / max(len(data), 1)}
+
+
+class TrainParams(Protocol):
+    lr: float
+    weight_decay: float
+    epochs: int
+    batch_size: int
+    class_weight_power: float
+    grad_clip: float
+    patience: int
+    seed: int
+
+
+def fit_network(
+    net: nn.Module,
+    train: Sequence[tuple[BundleTensors, Labels]],
+    val: Sequence[tuple[BundleTensors, Labels]] | None,
+    p: TrainParams,
+    device: torch.device,
+    on_epoch: EpochCallback | None = None,
+) -> list[dict[str, Any]]:
+    """Train `net` in place; returns the per-epoch history (each record also goes to `on_epoch`)."""
+    train_arrays = [to_arrays(bt, lab) for bt, lab in train]
+    val_arrays = [to_arrays(bt, lab) for bt, lab in val] if val else []
+    weights = class_weights(train_arrays, p.class_weight_power)
+    net.to(device)
+    opt = torch.optim.AdamW(net.parameters(), lr=p.lr, weight_decay=p.weight_decay)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(p.epochs, 1))
+    order = torch.Generator().manual_seed(p.seed)
+    history: list[dict[str, Any]] = []
+    best_loss, best_state, since_best = float("inf"), None, 0
+    for epoch in range(p.epochs):
+        t0 = time.perf_counter()
+        net.train()
+        perm = torch.randperm(len(train_arrays), generator=order).tolist()
+        losses = []
+        for i in range(0, len(perm), p.batch_size):
+            batch = collate([train_arrays[j] for j in perm[i : i + p.batch_size]], device)
+            loss = batch_loss(net(batch), batch, weights)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_norm_(net.parameters(), p.grad_clip)
+            opt.step()
+            losses.append(loss.item())
+        sched.step()
+        record: dict[str, Any] = {
+            "epoch": epoch + 1,
+            "train_loss": float(np.mean(losses)),
+            "lr": sched.get_last_lr()[0],
+        }
+        if val_arrays:
+            scores = evaluate(net, val_arrays, weights, device)
+            record.update({f"val_{k}": v for k, v in scores.items()})
+            if scores["loss"] < best_loss:
+                best_loss, best_state, since_best = scores["loss"], copy.deepcopy(net.state_dict()), 0
+            else:
+                since_best += 1
+        record["seconds"] = time.perf_counter() - t0
+        history.append(record)
+        if on_epoch is not None:
+            on_epoch(record)
+        if val_arrays and since_best >= p.patience:
+            break
+    if best_state is not None:
+        net.load_state_dict(best_state)
+    return history
