@@ -22,7 +22,7 @@ run: $(STAMP)
 	$(VENV)/bin/vsandx evaluate $(OUT)/field
 
 test: $(STAMP)
-	$(PY) -m pytest -n auto
+	$(PY) -m pytest -n auto --dist loadfile
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
