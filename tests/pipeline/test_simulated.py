@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from data.simulate.archive import tar_bytes
+from data.simulate.generate import simulate_bundle
 from data.simulate.runner import simulate_many
 from pipeline import load_bundle
 
@@ -80,3 +82,14 @@ def test_every_source_of_a_simulated_bundle_is_parsed(tmp_path: Path) -> None:
         for f in p.records.folders.values():
             assert f.storage and f.nics and f.vmknics and f.logs
         assert not p.topology.unattached
+
+
+@pytest.mark.parametrize("profile", ["field", "lab"])
+def test_many_simulated_bundles_parse_cleanly(profile: str) -> None:
+    """Across many seeds: no error, and the topology finds exactly the labelled components."""
+    for i in range(16 if profile == "field" else 8):
+        b = simulate_bundle(profile, 77, i)
+        bt = load_bundle(tar_bytes(b.files))
+        comps = b.labels["components"]
+        assert isinstance(comps, dict)
+        assert set(bt.component_ids) == set(comps), b.name
