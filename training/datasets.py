@@ -92,6 +92,8 @@ def build(
 
 
 def iter_dataset(folder: Path, limit: int | None = None) -> Iterator[tuple[BundleTensors, dict[str, str]]]:
+    if not (folder / "dataset.json").exists():
+        raise FileNotFoundError(f"{folder}: not a built dataset (no dataset.json)")
     files = sorted(folder.glob("*.npz"))
     for path in files[:limit]:
         yield tensorstore.load(path)

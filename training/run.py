@@ -115,7 +115,7 @@ def _warm_start(data_dir: Path) -> list[dict[str, Any]]:
 
 
 def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) -> Trained:
-    root = settings.data_dir
+    root = settings.data_dir.resolve()
     sets = {
         "train": DatasetSpec("lab", cfg.lab, seed=cfg.seed * 10 + 1),
         "val": DatasetSpec("field", cfg.val, seed=cfg.seed * 10 + 2),

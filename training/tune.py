@@ -120,8 +120,13 @@ def run_sweep(
         ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     gpu = 0.25 if torch.cuda.is_available() else 0.0
     trainable = tune.with_resources(
+        # absolute paths: trials run in Ray workers with another working directory
         tune.with_parameters(
-            _trial, model=spec.model, train_dir=str(train_dir), val_dir=str(val_dir), out_dir=str(out_dir)
+            _trial,
+            model=spec.model,
+            train_dir=str(train_dir.resolve()),
+            val_dir=str(val_dir.resolve()),
+            out_dir=str(out_dir.resolve()),
         ),
         {"cpu": 1, "gpu": gpu},
     )

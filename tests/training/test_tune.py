@@ -48,3 +48,13 @@ def test_sweep_runs_trials_and_saves_models(data: tuple[Path, Path, Path]) -> No
         assert 0.0 <= o.metrics["final_exact_match"] <= 1.0
         assert o.folder is not None and (o.folder / "config.json").exists()
     assert (root / "sweeps" / "sweep-cnn_small.json").exists()
+
+
+def test_sweep_with_relative_paths(data: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """VSANDX_DATA_DIR defaults to ./var: trials (other working directory) must still find the data."""
+    root, train, val = data
+    monkeypatch.chdir(root.parent)
+    rel = Path(root.name)
+    spec = SweepSpec("cnn_small", num_samples=1, overrides={"epochs": 1, "width": 16}, seed=4)
+    out = run_sweep(spec, rel / train.relative_to(root), rel / val.relative_to(root), rel / "rel", progress=False)
+    assert len(out) == 1 and out[0].folder is not None
