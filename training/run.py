@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -88,14 +88,12 @@ class Trained:
 def _score(
     name: str, family: str, model: Diagnoser, X: Sequence[BundleTensors], y: Sequence[Labels], fit_s: float
 ) -> ModelScore:
-    t0 = time.perf_counter()
     pred: list[Labels] = []
     lat = []
     for bt in X:  # one bundle at a time: the serving path's latency
         t = time.perf_counter()
         pred += model.predict([bt])
         lat.append(1e3 * (time.perf_counter() - t))
-    del t0
     healthy = [p for p, t in zip(pred, y, strict=True) if not is_faulty(t)]
     return ModelScore(
         name,
@@ -249,6 +247,3 @@ def _learning_curve(
         pred = load_model(folder).predict(Xt)
         points.append(CurvePoint(frac, len(idx), exact_match(yt, pred), fit_s))
     return points
-
-
-__all__ = ["TrainConfig", "Trained", "replace", "run_training"]

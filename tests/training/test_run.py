@@ -9,32 +9,32 @@ import pytest
 
 from data.simulate.runner import simulate_many
 from service.predictor import Predictor
-from training.run import TrainConfig, run_training
+from training.run import TrainConfig, Trained, run_training
 from training.tracking import Tracker
 from vsandx.settings import Settings
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, object]:
+def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, Trained]:
     settings = Settings(data_dir=tmp_path_factory.mktemp("var"), sim_workers=2)
     return settings, run_training(TrainConfig.preset("smoke"), settings, progress=False)
 
 
-def test_smoke_training_registers_a_champion(trained: tuple[Settings, object]) -> None:
+def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) -> None:
     settings, done = trained
-    assert done.champion and done.version == "1"  # type: ignore[attr-defined]
+    assert done.champion and done.version == "1"
     champ = Tracker(settings.data_dir).champion(settings.registered_model)
     assert champ is not None and champ.version == "1"
-    names = [s.name for s in done.scores]  # type: ignore[attr-defined]
+    names = [s.name for s in done.scores]
     assert names[0] == "cnn-ensemble" and {"svm", "logreg", "mlp", "mnb"} <= set(names)
-    text = done.report.read_text()  # type: ignore[attr-defined]
+    text = done.report.read_text()
     for section in ("## Field test set", "## Per-fault recall", "## Learning curve", "## Sweep"):
         assert section in text
-    assert (done.report.parent / "comparison.png").stat().st_size > 1000  # type: ignore[attr-defined]
+    assert (done.report.parent / "comparison.png").stat().st_size > 1000
     assert (settings.data_dir / "sweeps" / "winners.json").exists()
 
 
-def test_champion_diagnoses_a_bundle(trained: tuple[Settings, object], tmp_path: Path) -> None:
+def test_champion_diagnoses_a_bundle(trained: tuple[Settings, Trained], tmp_path: Path) -> None:
     settings, _ = trained
     simulate_many("lab", 1, tmp_path, seed=5, progress=False)
     doc = Predictor.load(None, settings).diagnose(next(tmp_path.glob("*.tgz")))
@@ -42,7 +42,7 @@ def test_champion_diagnoses_a_bundle(trained: tuple[Settings, object], tmp_path:
     assert len(doc["components"]) == 61
 
 
-def test_second_run_reuses_data_and_guards_promotion(trained: tuple[Settings, object]) -> None:
+def test_second_run_reuses_data_and_guards_promotion(trained: tuple[Settings, Trained]) -> None:
     settings, _ = trained
     cached = sorted(p.name for p in (settings.data_dir / "datasets").iterdir())
     again = run_training(TrainConfig.preset("smoke"), settings, progress=False)
