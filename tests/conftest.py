@@ -23,3 +23,16 @@ def load_checker() -> ModuleType:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def require(what: str, available: bool, how: str = "") -> None:
+    """Skip a test whose local service (Redis, PostgreSQL, Chromium…) is missing, with the reason;
+    under CI (`.ci/run` sets VSANDX_REQUIRE_SERVICES=1) the same absence is a failure."""
+    import os
+
+    if available:
+        return
+    msg = f"{what} is not available{': ' + how if how else ''}"
+    if os.environ.get("VSANDX_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{msg} (required under CI)")
+    pytest.skip(msg)
