@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Annotated
 
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
 class Settings(BaseSettings):
@@ -49,3 +51,66 @@ class PipelineSettings(BaseSettings):
 @lru_cache(maxsize=1)
 def get_pipeline_settings() -> PipelineSettings:
     return PipelineSettings()
+
+
+class ServiceSettings(Settings):
+    """The web service and its workers (`vsandx serve`, `vsandx worker`); env VSANDX_*.
+
+    Embedded defaults run everything on one machine: SQLite under data_dir, jobs queued in that
+    database and run by worker threads of the API process (and any `vsandx worker` processes).
+    Setting `broker_url` (e.g. redis://127.0.0.1:6379/0) hands the jobs to Celery instead.
+    """
+
+    # SQLAlchemy URL; None = SQLite at <data_dir>/vsandx.db. PostgreSQL: postgresql+psycopg://…
+    database_url: str | None = None
+    # Celery broker and result backend; None = the embedded queue (no broker process needed).
+    broker_url: str | None = None
+    result_backend: str | None = None  # None = the broker URL
+    # API keys accepted on write endpoints (X-API-Key header); empty = open. Env: comma-separated.
+    api_keys: Annotated[list[str], NoDecode] = []
+    max_upload_bytes: int = 512 * 1024 * 1024
+    # `?wait=true`: how long a request may wait for its diagnosis before answering 202.
+    wait_timeout_s: float = 10.0
+    # Uploaded bundles are kept this many days after their last upload (0 = forever).
+    retention_days: float = 30.0
+    # Model served: None = the registry's champion of `registered_model`; or a folder / models:/ URI.
+    model_uri: str | None = None
+    # How often the champion alias is checked for a move (seconds).
+    model_poll_s: float = 30.0
+    # Worker threads the API process runs on the embedded queue (0 = only separate workers).
+    embedded_workers: int = 1
+    # Extra worker processes `vsandx serve` starts on the embedded queue (0 = none).
+    worker_processes: int = 1
+    # Idle embedded workers look for new jobs this often (seconds).
+    poll_s: float = 0.02
+    # A diagnosis is killed after this many seconds (Celery: soft limit 5 s earlier). Must stay below
+    # the broker's visibility timeout and the lease, so a live job is never taken for a dead one.
+    task_time_limit_s: float = 120.0
+    # A running job whose worker went silent is picked up again after its lease expires.
+    lease_s: float = 150.0
+    # Redis visibility timeout: an unacknowledged Celery message is redelivered after this long.
+    visibility_timeout_s: float = 3600.0
+    # A job whose worker died this many times is failed instead of being retried again.
+    max_attempts: int = 3
+    # Retries (with exponential backoff) for transient errors only: database or broker hiccups.
+    max_retries: int = 5
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, v: object) -> object:
+        if isinstance(v, str):
+            return [k.strip() for k in v.split(",") if k.strip()]
+        return v
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.data_dir / 'vsandx.db').resolve()}"
+
+    @property
+    def bundles_dir(self) -> Path:
+        return self.data_dir / "bundles"
+
+
+@lru_cache(maxsize=1)
+def get_service_settings() -> ServiceSettings:
+    return ServiceSettings()

@@ -1,0 +1,172 @@
+"""`create_app(settings)`: the FastAPI application — JSON API, health, metrics, the UI when present —
+with its database (migrated here), model holder, queue (embedded, or Celery when a broker is set) and a
+maintenance thread (champion hot reload, bundle retention, re-queueing jobs a broker lost)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service import store
+from service.api import api, ops
+from service.db import Database, get_database
+from service.jobs import EmbeddedQueue
+from service.metrics import Metrics, MetricsMiddleware
+from service.serving import ModelHolder
+from vsandx.settings import ServiceSettings, get_service_settings
+
+log = logging.getLogger(__name__)
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+class Queue(Protocol):
+    name: str
+
+    def start(self) -> None: ...
+    def stop(self, timeout: float = 10.0) -> None: ...
+    def submit(self, job_id: str) -> None: ...
+    def wait(self, job_id: str, timeout: float) -> str: ...
+    def ping(self) -> str: ...
+
+
+def make_queue(database: Database, settings: ServiceSettings, holder: ModelHolder) -> Queue:
+    if settings.broker_url:
+        from service.tasks import CeleryQueue  # Celery only when a broker is configured
+
+        return CeleryQueue(database, settings)
+    return EmbeddedQueue(database, settings, holder)
+
+
+class UploadLimit:
+    """413 for a request body over the limit: at once from Content-Length (nothing read), else as soon
+    as the streamed body passes it (chunked uploads)."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+            await self._reject(send)
+            return
+        seen, over, started = 0, False, False
+
+        async def receive_() -> Message:
+            nonlocal seen, over
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    over = True
+                    raise _TooLarge
+            return message
+
+        async def send_(message: Message) -> None:
+            nonlocal started
+            if over:  # whatever the app answered to the truncated body, the answer is 413
+                if message["type"] == "http.response.start" and not started:
+                    started = True
+                    await self._reject(send)
+                return
+            await send(message)
+
+        try:
+            await self.app(scope, receive_, send_)
+        except _TooLarge:
+            if not started:
+                await self._reject(send)
+
+    async def _reject(self, send: Send) -> None:
+        body = json.dumps({"detail": f"upload larger than the limit of {self.max_bytes} bytes"}).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def _maintain(app: FastAPI, stop: threading.Event) -> None:
+    """Champion hot reload every model_poll_s, retention hourly, lost broker jobs re-sent."""
+    s: ServiceSettings = app.state.settings
+    next_purge = 0.0
+    while not stop.wait(min(s.model_poll_s, 30.0)):
+        try:
+            app.state.holder.maybe_refresh()
+            if time.monotonic() >= next_purge:
+                with app.state.database.session() as db:
+                    purged = store.purge_expired(db, s)
+                if purged:
+                    log.info("retention: purged %d bundle(s)", len(purged))
+                next_purge = time.monotonic() + 3600
+            reap = getattr(app.state.queue, "reap", None)
+            if reap is not None:
+                reap()
+        except Exception:  # keep maintaining whatever one round hit
+            log.exception("maintenance round failed")
+
+
+def create_app(settings: ServiceSettings | None = None) -> FastAPI:
+    s = settings or get_service_settings()
+    database = get_database(s)
+    holder = ModelHolder(s)
+    queue = make_queue(database, s, holder)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        holder.refresh()  # a missing or refused model is reported by /ready, not fatal
+        queue.start()
+        stop = threading.Event()
+        t = threading.Thread(target=_maintain, args=(app, stop), name="vsandx-maintenance", daemon=True)
+        t.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            queue.stop()
+            t.join(5)
+
+    app = FastAPI(
+        title="vsandx",
+        summary="Machine-learning diagnostics for VMware vSAN performance bundles",
+        version="1",
+        lifespan=lifespan,
+    )
+    app.state.settings, app.state.database, app.state.holder, app.state.queue = s, database, holder, queue
+    app.state.metrics = Metrics(database, holder, lambda: queue.name)
+    app.include_router(api)
+    app.include_router(ops)
+    _include_ui(app)
+    app.add_middleware(UploadLimit, max_bytes=s.max_upload_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    return app
+
+
+def _include_ui(app: FastAPI) -> None:
+    """The HTML pages (service.ui) and their assets, when that part of the service is installed."""
+    if importlib.util.find_spec("service.ui") is not None:
+        ui: Any = importlib.import_module("service.ui")
+        app.include_router(ui.router)
+    if STATIC.is_dir():
+        from fastapi.staticfiles import StaticFiles
+
+        app.mount("/static", StaticFiles(directory=STATIC), name="static")

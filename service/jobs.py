@@ -1,0 +1,213 @@
+"""Running diagnosis jobs, and the embedded queue (no broker).
+
+The jobs table is the source of truth in every mode. A worker *claims* a job (queued, or running with
+an expired lease) by a compare-and-set in the database, runs it, and completes it only while its
+attempt still holds the job, so a job finishes exactly once however often it is delivered.
+
+Embedded queue (VSANDX_BROKER_URL unset): worker threads in the API process, woken at once when the
+API accepts a job, and any number of `vsandx worker` processes on the same database, polling every
+VSANDX_POLL_S. A worker that dies (killed, machine restarted) leaves its job `running` with a lease;
+when the lease (VSANDX_LEASE_S) runs out, any worker claims it again. Nothing accepted is lost because
+nothing lives outside the database. With Celery the same `execute` runs inside the task.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session
+
+from pipeline.errors import BundleError
+from service import store
+from service.db import Database
+from service.serving import ModelHolder, ModelUnavailable
+from service.tables import Job
+from vsandx.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
+FINISHED = ("done", "failed")
+
+
+def worker_name(tag: str = "") -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{tag or threading.current_thread().name}"
+
+
+class Transient(Exception):
+    """Worth retrying later: the database or broker hiccuped, or no model is loaded yet."""
+
+
+def execute(db: Session, settings: ServiceSettings, holder: ModelHolder, job: Job) -> str:
+    """Run a claimed job to its end; returns the final status ("done" / "failed" / "lost" when another
+    attempt took it over). Bad bundles and refused models fail the job with the reason; transient
+    errors raise Transient after giving the job back to the queue."""
+    attempt, job_id, sha, filename = job.attempts, job.id, job.sha256, job.filename
+    try:
+        holder.maybe_refresh()
+        predictor = holder.get()
+    except ModelUnavailable as e:
+        store.requeue_job(db, job_id, attempt)
+        raise Transient(str(e)) from e
+    found = store.find_diagnosis(db, sha, predictor.name, predictor.version)
+    if found is None:
+        path = store.bundle_path(settings, sha)
+        if path is None:
+            return _fail(db, job_id, attempt, f"{filename}: the uploaded bytes are no longer stored (retention)")
+        try:
+            doc = predictor.diagnose(path, name=filename)
+        except BundleError as e:
+            return _fail(db, job_id, attempt, f"{filename}: {e.reason}")
+        except MemoryError:
+            return _fail(db, job_id, attempt, f"{filename}: out of memory while reading the bundle")
+        except (ValueError, KeyError, IndexError, TypeError) as e:  # SchemaMismatch is a ValueError
+            log.exception("diagnosis of %s failed", filename)
+            return _fail(db, job_id, attempt, f"{filename}: diagnosis failed: {type(e).__name__}: {e}")
+        found = store.record_diagnosis(db, sha, doc)
+    if store.complete_job(db, job_id, attempt, found.id):
+        return "done"
+    log.warning("job %s attempt %d finished after another attempt took it over; result kept once", job_id, attempt)
+    return "lost"
+
+
+def _fail(db: Session, job_id: str, attempt: int, reason: str) -> str:
+    return "failed" if store.fail_job(db, job_id, attempt, reason) else "lost"
+
+
+class Notifier:
+    """In-process wake-ups: workers sleep on `idle`; waiters on a job's event."""
+
+    def __init__(self) -> None:
+        self._work = threading.Condition()
+        self._pending = 0
+        self._done: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def submitted(self) -> None:
+        with self._work:
+            self._pending += 1
+            self._work.notify()
+
+    def idle(self, timeout: float) -> None:
+        with self._work:
+            if self._pending == 0:
+                self._work.wait(timeout)
+            self._pending = max(0, self._pending - 1)
+
+    def finished(self, job_id: str) -> None:
+        with self._lock:
+            ev = self._done.pop(job_id, None)
+        if ev is not None:
+            ev.set()
+
+    def event(self, job_id: str) -> threading.Event:
+        with self._lock:
+            return self._done.setdefault(job_id, threading.Event())
+
+    def forget(self, job_id: str) -> None:
+        with self._lock:
+            self._done.pop(job_id, None)
+
+
+def wait_for_job(database: Database, job_id: str, timeout: float, notifier: Notifier | None, poll_s: float) -> str:
+    """Block until the job is done or failed, or `timeout` passes; returns its last status."""
+    ev = notifier.event(job_id) if notifier else None
+    deadline = time.monotonic() + timeout
+    delay = poll_s
+    try:
+        while True:
+            with database.session() as db:
+                state = store.lease_holder(db, job_id)
+            status = state[0] if state else "missing"
+            left = deadline - time.monotonic()
+            if status in FINISHED or status == "missing" or left <= 0:
+                return status
+            if ev is not None:
+                ev.wait(min(left, max(delay, 0.25)))  # other processes' workers are seen by polling
+            else:
+                time.sleep(min(left, delay))
+                delay = min(delay * 1.5, 0.25)
+    finally:
+        if notifier:
+            notifier.forget(job_id)
+
+
+def work_loop(
+    database: Database,
+    settings: ServiceSettings,
+    holder: ModelHolder,
+    stop: threading.Event,
+    notifier: Notifier | None = None,
+    owner: str | None = None,
+    on_claim: Callable[[Job], None] | None = None,
+) -> None:
+    """Claim and run jobs until `stop` is set (the embedded queue's worker)."""
+    backoff = settings.poll_s
+    while not stop.is_set():
+        try:
+            holder.get()  # claim nothing while no model can be served
+            with database.session() as db:
+                job = store.claim_job(db, owner or worker_name(), settings.lease_s, settings.max_attempts)
+                if job is None:
+                    if notifier:
+                        notifier.idle(settings.poll_s * 10)
+                    else:
+                        stop.wait(settings.poll_s)
+                    continue
+                if on_claim:
+                    on_claim(job)
+                job_id = job.id
+                status = execute(db, settings, holder, job)
+            log.info("job %s: %s", job_id, status)
+            if notifier:
+                notifier.finished(job_id)
+            backoff = settings.poll_s
+        except (Transient, ModelUnavailable, OperationalError) as e:
+            backoff = min(max(backoff * 2, 0.1), 5.0)
+            log.warning("embedded worker: %s; retrying in %.1f s", e, backoff)
+            stop.wait(backoff)
+
+
+class EmbeddedQueue:
+    """The default queue: jobs in the database, worker threads in this process."""
+
+    name = "embedded"
+
+    def __init__(self, database: Database, settings: ServiceSettings, holder: ModelHolder) -> None:
+        self.database, self.settings, self.holder = database, settings, holder
+        self.notifier = Notifier()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for i in range(self.settings.embedded_workers):
+            t = threading.Thread(
+                target=work_loop,
+                args=(self.database, self.settings, self.holder, self._stop, self.notifier),
+                name=f"vsandx-worker-{i}",
+                daemon=True,
+            )
+            t.start()
+            self._threads.append(t)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._stop.set()
+        with self.notifier._work:
+            self.notifier._work.notify_all()
+        for t in self._threads:
+            t.join(timeout)
+        self._threads.clear()
+
+    def submit(self, job_id: str) -> None:
+        self.notifier.submitted()
+
+    def wait(self, job_id: str, timeout: float) -> str:
+        return wait_for_job(self.database, job_id, timeout, self.notifier, self.settings.poll_s)
+
+    def ping(self) -> str:
+        alive = sum(t.is_alive() for t in self._threads)
+        return f"embedded, {alive} worker thread(s) in this process"
