@@ -32,10 +32,34 @@ from vsandx.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
 FINISHED = ("done", "failed")
+ORPHAN_CHECK_S = 1.0
 
 
 def worker_name(tag: str = "") -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{tag or threading.current_thread().name}"
+
+
+def owner_is_dead(owner: str) -> bool:
+    """A lease owner `host:pid:…` of this machine whose process no longer exists."""
+    host, _, rest = owner.partition(":")
+    pid = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def recover_orphans(db: Session) -> list[str]:
+    """Jobs left running by a dead worker process of this machine become claimable now."""
+    found = store.expire_dead_leases(db, socket.gethostname(), owner_is_dead)
+    if found:
+        log.warning("taking over %d job(s) whose worker process died: %s", len(found), ", ".join(found))
+    return found
 
 
 class Transient(Exception):
@@ -147,10 +171,14 @@ def work_loop(
 ) -> None:
     """Claim and run jobs until `stop` is set (the embedded queue's worker)."""
     backoff = settings.poll_s
+    next_orphan_check = 0.0
     while not stop.is_set():
         try:
             holder.get()  # claim nothing while no model can be served
             with database.session() as db:
+                if time.monotonic() >= next_orphan_check:
+                    recover_orphans(db)
+                    next_orphan_check = time.monotonic() + ORPHAN_CHECK_S
                 job = store.claim_job(db, owner or worker_name(), settings.lease_s, settings.max_attempts)
                 if job is None:
                     if notifier:

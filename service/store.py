@@ -11,7 +11,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -153,9 +153,28 @@ def claim_job(
         )
         db.commit()
         if res.rowcount == 1:  # type: ignore[attr-defined]
-            job = db.get(Job, jid, populate_existing=True)
-            return job
+            return db.get(Job, jid, populate_existing=True)
     return None
+
+
+def expire_dead_leases(db: Session, host: str, dead: Callable[[str], bool]) -> list[str]:
+    """End at once the leases held by workers of `host` that `dead(lease_owner)` says are gone (a
+    killed process of this machine), so their jobs are claimed without waiting for the lease."""
+    rows = db.execute(
+        select(Job.id, Job.lease_owner).where(Job.status == "running", Job.lease_owner.startswith(f"{host}:"))
+    ).all()
+    expired = []
+    for jid, holder in rows:
+        if holder and dead(holder):
+            res = db.execute(
+                update(Job)
+                .where(Job.id == jid, Job.status == "running", Job.lease_owner == holder)
+                .values(lease_until=utcnow() - timedelta(seconds=1))
+            )
+            if res.rowcount == 1:  # type: ignore[attr-defined]
+                expired.append(jid)
+    db.commit()
+    return expired
 
 
 def lease_holder(db: Session, job_id: str) -> tuple[str, datetime | None] | None:

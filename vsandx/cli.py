@@ -174,6 +174,57 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    import subprocess
+
+    import uvicorn
+
+    from service.app import create_app
+    from vsandx.settings import get_service_settings
+
+    settings = get_service_settings()
+    n = settings.worker_processes if args.workers is None else args.workers
+    app = create_app(settings)  # migrates the database before any worker starts
+    procs = (
+        []
+        if settings.broker_url
+        else [subprocess.Popen([sys.executable, "-m", "vsandx.cli", "worker", "--concurrency", "1"]) for _ in range(n)]
+    )
+    where = "embedded queue" if not settings.broker_url else f"Celery broker {settings.broker_url}"
+    print(
+        f"vsandx serving on http://{args.host}:{args.port}  (API docs /docs; {where}; data {settings.data_dir})",
+        flush=True,
+    )
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    return 0
+
+
+def _cmd_worker(args: argparse.Namespace) -> int:
+    import logging
+
+    from vsandx.settings import get_service_settings
+
+    settings = get_service_settings()
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if settings.broker_url:
+        from service.tasks import run_worker
+
+        run_worker(settings, args.queues, args.concurrency or 1, args.pool, args.log_level.upper())
+        return 0
+    from service.worker import run_embedded_worker
+
+    return run_embedded_worker(settings, args.concurrency or 1)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="vsandx", description="vSAN performance diagnostics")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -227,6 +278,24 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--if-missing", action="store_true", help="only train when no champion is registered")
     tr.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     tr.set_defaults(func=_cmd_train)
+
+    srv = sub.add_parser("serve", help="the web service: API, UI and (embedded default) its workers")
+    srv.add_argument("--host", default="127.0.0.1")
+    srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="embedded queue: worker processes to start (default VSANDX_WORKER_PROCESSES)",
+    )
+    srv.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    srv.set_defaults(func=_cmd_serve)
+    wk = sub.add_parser("worker", help="a background worker: Celery when VSANDX_BROKER_URL is set, else embedded")
+    wk.add_argument("--queues", default="diagnoses,training", help="Celery queues to consume (comma-separated)")
+    wk.add_argument("--concurrency", type=_positive, default=None, help="processes (Celery) or threads (embedded)")
+    wk.add_argument("--pool", default="prefork", choices=("prefork", "solo", "threads"), help="Celery pool")
+    wk.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    wk.set_defaults(func=_cmd_worker)
     return parser
 
 

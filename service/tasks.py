@@ -1,0 +1,234 @@
+"""Celery, and only here: the app, the `vsandx.diagnose` and `vsandx.train` tasks, and the queue the
+API uses when VSANDX_BROKER_URL is set (Redis in production).
+
+Delivery is at least once (acks_late, reject_on_worker_lost: a message whose worker died goes back
+to the broker); the jobs table makes the effect exactly once: a task claims its job by compare-and-set,
+a diagnosis is unique by (bundle sha256, model version) and is looked up before any work, and a job is
+completed only by the attempt that holds it. Time limits stay below the lease and the broker's
+visibility timeout, so a slow live task is never mistaken for a dead one. Only transient errors
+(database/broker hiccups, no model loaded yet) are retried, with exponential backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from celery import Celery, Task
+from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_process_init
+from sqlalchemy.exc import OperationalError
+
+from service import store
+from service.db import Database, database_for
+from service.jobs import FINISHED, Transient, execute, recover_orphans, wait_for_job, worker_name
+from service.serving import ModelHolder
+from vsandx.settings import ServiceSettings, get_service_settings
+
+log = logging.getLogger(__name__)
+DIAGNOSES, TRAINING = "diagnoses", "training"
+TRAIN_TIME_LIMIT_S = 3000.0  # capped below the visibility timeout
+
+
+def check_limits(s: ServiceSettings) -> None:
+    """A live task must never look dead: its time limit ends before its lease, the lease before the
+    broker redelivers the message."""
+    if not s.task_time_limit_s < s.lease_s <= s.visibility_timeout_s:
+        raise ValueError(
+            f"need task_time_limit_s ({s.task_time_limit_s}) < lease_s ({s.lease_s}) <= visibility_timeout_s "
+            f"({s.visibility_timeout_s})"
+        )
+
+
+def make_celery(s: ServiceSettings) -> Celery:
+    check_limits(s)
+    app = Celery("vsandx", broker=s.broker_url, backend=s.result_backend or s.broker_url, set_as_current=False)
+    transport = {"visibility_timeout": s.visibility_timeout_s}
+    app.conf.update(
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_time_limit=s.task_time_limit_s,
+        task_soft_time_limit=max(s.task_time_limit_s - 5.0, 0.8 * s.task_time_limit_s),
+        task_routes={"vsandx.diagnose": {"queue": DIAGNOSES}, "vsandx.train": {"queue": TRAINING}},
+        task_default_queue=DIAGNOSES,
+        broker_transport_options=transport,
+        result_backend_transport_options=transport,
+        result_expires=24 * 3600,
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        worker_cancel_long_running_tasks_on_connection_loss=True,
+    )
+    register_tasks(app, s)
+    return app
+
+
+class _Context:
+    """Per worker process: settings, database and the served model (made after the fork)."""
+
+    settings: ServiceSettings | None = None
+    database: Database | None = None
+    holder: ModelHolder | None = None
+
+    @classmethod
+    def get(cls) -> tuple[ServiceSettings, Database, ModelHolder]:
+        if cls.settings is None:
+            cls.settings = get_service_settings()
+        if cls.database is None:
+            cls.database = database_for(cls.settings.sqlalchemy_url)
+        if cls.holder is None:
+            cls.holder = ModelHolder(cls.settings)
+        return cls.settings, cls.database, cls.holder
+
+
+@worker_process_init.connect
+def _after_fork(**kwargs: Any) -> None:
+    """A pool child must not share the parent's database connections; load the model once, here."""
+    database_for.cache_clear()
+    _Context.database = _Context.holder = None
+    _, _, holder = _Context.get()
+    holder.refresh()
+
+
+TRANSIENT = (Transient, OperationalError, ConnectionError, TimeoutError)
+
+
+def register_tasks(app: Celery, s: ServiceSettings) -> None:
+    train_limit = min(TRAIN_TIME_LIMIT_S, 0.9 * s.visibility_timeout_s)
+
+    @app.task(
+        bind=True,
+        name="vsandx.diagnose",
+        acks_late=True,
+        reject_on_worker_lost=True,
+        autoretry_for=TRANSIENT,
+        retry_backoff=True,
+        retry_backoff_max=60,
+        retry_jitter=True,
+        max_retries=s.max_retries,
+    )
+    def diagnose(self: Task, job_id: str) -> str:
+        """Diagnose job `job_id` (its upload is in the store); returns the job's final status."""
+        settings, database, holder = _Context.get()
+        with database.session() as db:
+            recover_orphans(db)
+            job = store.claim_job(db, worker_name("celery"), settings.lease_s, settings.max_attempts, job_id=job_id)
+            if job is None:
+                state = store.lease_holder(db, job_id)
+                if state is None or state[0] in FINISHED:
+                    return state[0] if state else "missing"  # done already: a duplicate delivery
+                until = state[1] or datetime.now(UTC)
+                # another attempt holds the lease (perhaps a worker that died): look again when it ends
+                raise self.retry(countdown=max(0.5, (until - datetime.now(UTC)).total_seconds() + 0.5))
+            try:
+                return execute(db, settings, holder, job)
+            except SoftTimeLimitExceeded:
+                store.fail_job(
+                    db,
+                    job_id,
+                    job.attempts,
+                    f"{job.filename}: diagnosis took longer than {settings.task_time_limit_s:.0f} s",
+                )
+                return "failed"
+
+    @app.task(
+        bind=True,
+        name="vsandx.train",
+        acks_late=True,
+        reject_on_worker_lost=True,
+        time_limit=train_limit,
+        soft_time_limit=0.95 * train_limit,
+    )
+    def train(self: Task, preset: str = "quick") -> dict[str, Any]:
+        """Train and register a model (training queue); promotes it only if it beats the champion."""
+        from training.run import TrainConfig, run_training
+
+        settings, _, _ = _Context.get()
+        done = run_training(TrainConfig.preset(preset), settings, progress=False)
+        return {"version": done.version, "champion": done.champion, "report": str(done.report)}
+
+
+class CeleryQueue:
+    """The API's side: send a job's task; wait by watching the job's row; re-send what a broker lost."""
+
+    name = "celery"
+
+    def __init__(self, database: Database, settings: ServiceSettings) -> None:
+        self.database, self.settings = database, settings
+        self.app = make_celery(settings)
+        self._ping: tuple[float, str] = (0.0, "")
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        pass
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self.app.pool.force_close_all()
+
+    def submit(self, job_id: str) -> None:
+        """Best effort: a job the broker did not take stays queued in the database and is re-sent by
+        `reap`, so an accepted upload is never lost."""
+        try:
+            self.app.send_task(
+                "vsandx.diagnose",
+                args=[job_id],
+                queue=DIAGNOSES,
+                retry=True,
+                retry_policy={"max_retries": 2, "interval_start": 0.1, "interval_step": 0.5},
+            )
+        except Exception as e:  # kombu raises OperationalError and others when the broker is down
+            log.error("could not send job %s to the broker (it stays queued and is re-sent): %s", job_id, e)
+
+    def wait(self, job_id: str, timeout: float) -> str:
+        return wait_for_job(self.database, job_id, timeout, None, self.settings.poll_s)
+
+    def reap(self) -> list[str]:
+        """Re-send jobs queued longer than a lease without being claimed, or running past their lease."""
+        with self.database.session() as db:
+            stale = store.stale_jobs(db, queued_for_s=self.settings.lease_s)
+        for job_id in stale:
+            self.submit(job_id)
+        return stale
+
+    def ping(self) -> str:
+        with self._lock:
+            at, text = self._ping
+            if time.monotonic() - at < 5.0:
+                return text
+            try:
+                with self.app.connection_for_write() as conn:
+                    conn.ensure_connection(max_retries=1, timeout=2)
+                text = f"celery, broker {conn.as_uri()} reachable"
+            except Exception as e:  # any transport error means unreachable
+                text = f"celery, broker unreachable: {e}"
+            self._ping = (time.monotonic(), text)
+            return text
+
+
+def run_worker(settings: ServiceSettings, queues: str, concurrency: int, pool: str, loglevel: str = "INFO") -> None:
+    """`vsandx worker` with a broker: a Celery worker on the given queues."""
+    _Context.settings = settings
+    app = make_celery(settings)
+    app.worker_main(
+        [
+            "worker",
+            "-Q",
+            queues,
+            "-c",
+            str(concurrency),
+            "-P",
+            pool,
+            "-l",
+            loglevel,
+            "-n",
+            f"vsandx-{queues.replace(',', '-')}@%h",
+            "--without-gossip",
+            "--without-mingle",
+        ]
+    )

@@ -1,0 +1,53 @@
+"""`vsandx worker` on the embedded queue: threads claiming jobs from the database until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+
+from service.db import database_for
+from service.jobs import work_loop, worker_name
+from service.serving import ModelHolder
+from vsandx.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
+
+
+def run_embedded_worker(settings: ServiceSettings, threads: int = 1) -> int:
+    database = database_for(settings.sqlalchemy_url)
+    holder = ModelHolder(settings)
+    if not holder.refresh() and not holder.current_model_info()["ready"]:
+        log.warning("no model yet (%s); waiting for one", holder.current_model_info()["error"])
+    stop = threading.Event()
+
+    def _stop(signum: int, _frame: FrameType | None) -> None:
+        log.info("signal %d: finishing the current job and stopping", signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    print(
+        f"vsandx worker: embedded queue on {database.engine.url.render_as_string()}, {threads} thread(s)",
+        file=sys.stderr,
+        flush=True,
+    )
+    workers = [
+        threading.Thread(
+            target=work_loop,
+            args=(database, settings, holder, stop, None, worker_name(f"w{i}")),
+            name=f"vsandx-worker-{i}",
+        )
+        for i in range(threads)
+    ]
+    for t in workers:
+        t.start()
+    while any(t.is_alive() for t in workers):
+        stop.wait(1.0)
+        if stop.is_set():
+            break
+    for t in workers:
+        t.join()
+    return 0
