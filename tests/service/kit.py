@@ -3,6 +3,9 @@ on a fresh data folder, and waiting for a job."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,14 +31,30 @@ def simulate_bundles(out: Path, n: int = 2, seed: int = 42) -> list[Path]:
     return sorted(out.glob("lab-*.tgz"))
 
 
+def _shared(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]) -> Path:
+    """Built once per test run and shared by the modules (and xdist workers) that ask: made in a
+    private folder, then renamed into place; a loser of the race uses the winner's."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if base.name.startswith("popen-gw") else base
+    final = root / f"vsandx-service-{name}"
+    if not final.exists():
+        work = Path(tempfile.mkdtemp(dir=root, prefix=f".{name}-"))
+        make(work)
+        try:
+            os.rename(work, final)
+        except OSError:
+            shutil.rmtree(work, ignore_errors=True)
+    return final
+
+
 @pytest.fixture(scope="module")
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return train_small_model(tmp_path_factory.mktemp("model"))
+    return _shared(tmp_path_factory, "model", train_small_model) / "model"
 
 
 @pytest.fixture(scope="module")
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return simulate_bundles(tmp_path_factory.mktemp("bundles"))
+    return sorted(_shared(tmp_path_factory, "bundles", simulate_bundles).glob("lab-*.tgz"))
 
 
 def service_settings(data_dir: Path, model: Path | str | None, **kw: Any) -> ServiceSettings:
