@@ -1,0 +1,180 @@
+"""Charts behind the findings: which channels, peers of the same role, the onset estimate (against the
+simulator's ground truth), SVG that stands alone and escapes what bundles carry, PNG, the parse cache."""
+
+from __future__ import annotations
+
+import calendar
+import io
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from data.simulate.archive import tar_bytes
+from data.simulate.generate import simulate_bundle
+from pipeline.api import load_bundle
+from pipeline.tensors import BundleTensors
+from service import charts
+from service.chart_render import chart_png, chart_svgs, nice_ticks, time_ticks
+from service.charts import SPECS, Chart, Onset, Panel, chart_for, charts_for, estimate_onset, peers_of
+from vsandx.faults import FAULT_IDS, FAULTS
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _noise(seed: int, shape: tuple[int, ...], scale: float = 0.05) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0, scale, shape)
+
+
+def test_onset_is_the_first_sustained_departure() -> None:
+    peers = 1 + _noise(1, (5, 180))
+    x = 1 + _noise(2, (180,))
+    x[70:] += 2.0
+    assert estimate_onset(x, peers) == Onset(70, False)
+    x[30] += 5  # one spike before it is not an onset
+    assert estimate_onset(x, peers) == Onset(70, False)
+
+
+def test_onset_downwards_and_without_peers() -> None:
+    x = 0.8 + _noise(3, (120,), 0.01)
+    x[40:] = np.linspace(0.8, 0.0, 80)  # a write buffer draining
+    onset = estimate_onset(x, np.empty((0, 120)), direction=-1)
+    assert onset is not None and 40 <= onset.step <= 60 and not onset.at_start
+    assert estimate_onset(x, np.empty((0, 120)), direction=1) is None  # it never goes up
+
+
+def test_fault_present_from_the_start_and_healthy_series() -> None:
+    peers = 1 + _noise(4, (6, 100))
+    assert estimate_onset(5 + _noise(5, (100,)), peers) == Onset(0, True)
+    assert estimate_onset(1 + _noise(6, (100,)), peers) is None
+    gappy = 1 + _noise(7, (100,))
+    gappy[:95] = np.nan
+    assert estimate_onset(gappy, peers) is None  # too few observed steps to say
+
+
+@pytest.fixture(scope="module")
+def by_fault() -> dict[str, tuple[BundleTensors, dict[str, object]]]:
+    """One lab bundle per fault, with the simulator's truth (component, onset)."""
+    out = {}
+    for f in FAULT_IDS:
+        b = simulate_bundle("lab", 11, 0, faults=[f])
+        out[f] = (load_bundle(io.BytesIO(tar_bytes(b.files))), b.labels["faults"][0])
+    return out
+
+
+@pytest.mark.parametrize("fault", FAULT_IDS)
+def test_each_fault_charts_its_signature_with_the_true_onset(
+    fault: str, by_fault: dict[str, tuple[BundleTensors, dict[str, object]]]
+) -> None:
+    bt, truth = by_fault[fault]
+    component = str(truth["component"])
+    chart = chart_for(bt, component, fault)
+    assert chart is not None and chart.component == component and chart.fault == fault
+    channels = [p.channel for p in chart.panels]
+    assert channels == [s.channel for s in SPECS[fault] if s.channel in channels]  # the spec's order
+    assert len(chart.panels) >= 3
+    kind = FAULTS[fault].kind
+    for p in chart.panels:
+        assert len(p.subject) == bt.T and any(v is not None for v in p.subject)
+        assert p.unit and p.title
+        if kind != "cluster":
+            assert p.peers and all(len(r) == bt.T for r in p.peers)
+    onset_s = calendar.timegm(time.strptime(str(truth["onset"]), "%Y-%m-%dT%H:%M:%SZ"))
+    true_step = (onset_s - bt.start) / bt.step_s
+    assert chart.onset is not None
+    if true_step <= 0:
+        assert chart.onset.at_start
+    else:
+        assert abs(chart.onset.step - true_step) <= 3, (chart.onset, true_step)
+
+
+def test_peers_share_the_role(by_fault: dict[str, tuple[BundleTensors, dict[str, object]]]) -> None:
+    bt, truth = by_fault["net.packet_loss"]
+    nic = bt.kinds["nic"]
+    i = nic.ids.index(str(truth["component"]))
+    peers = peers_of(bt, "nic", i)
+    assert len(peers) == len(bt.hosts) - 1  # the vSAN uplink of each other host
+    assert {int(nic.host_index[j]) for j in peers} == set(range(len(bt.hosts))) - {int(nic.host_index[i])}
+    disk = bt.kinds["disk"]
+    cache = disk.static_names.index("is_cache")
+    for j in peers_of(bt, "disk", 0):
+        assert disk.static[j, cache] == disk.static[0, cache]
+    assert peers_of(bt, "cluster", 0) == []
+
+
+def test_charts_follow_the_findings(by_fault: dict[str, tuple[BundleTensors, dict[str, object]]]) -> None:
+    bt, truth = by_fault["disk.latency"]
+    host = bt.kinds["host"].ids[0]
+    doc = {
+        "findings": [
+            {"component": host, "fault": "host.cpu_contention"},
+            {"component": "disk:nowhere/naa.0", "fault": "disk.latency"},  # not in this bundle
+            {"component": truth["component"], "fault": "disk.latency"},
+        ]
+    }
+    got = charts_for(bt, doc)
+    expected = [(host, "host.cpu_contention"), (truth["component"], "disk.latency")]
+    assert [(c.component, c.fault) for c in got] == expected
+    assert charts_for(bt, {"findings": []}) == []
+
+
+def _hostile_chart() -> Chart:
+    nasty = '<script>alert("x")</script>&'
+    subject = [None if i % 17 == 0 else float(i % 7) for i in range(60)]
+    peers = [[float((i + k) % 5) for i in range(60)] for k in range(8)]  # > 6 peers: drawn as a band
+    panel = Panel(f"latency {nasty}", "disk.latencyDevDAvg", "ms", nasty, subject, "disks of the same tier", peers)
+    few = Panel("loss", "pnic.rxPacketsLossRate", "%", "vmnic1", subject, "other uplinks", peers[:3])
+    return Chart(f"disk:{nasty}", "disk.latency", 1_700_000_000, 20, [panel, few], Onset(30, False))
+
+
+def test_svg_stands_alone_and_escapes_bundle_text() -> None:
+    svgs = chart_svgs(_hostile_chart(), "c0")
+    assert len(svgs) == 2
+    for k, s in enumerate(svgs):
+        assert "<script" not in s and "&lt;script&gt;" in s
+        root = ET.fromstring(s)  # well-formed XML
+        assert root.tag == f"{SVG}svg" and root.get("role") == "img"
+        title = root.find(f"{SVG}title")
+        assert title is not None and title.get("id") == f"c0-{k}-t" and "disk.latency" in (title.text or "")
+        assert root.get("aria-labelledby") == f"c0-{k}-t c0-{k}-d"
+        onset = [e for e in root.iter(f"{SVG}line") if e.get("class") == "onset"]
+        assert len(onset) == 1
+        subject = [e for e in root.iter(f"{SVG}path") if e.get("class") == "subject"]
+        assert subject and subject[0].get("d", "").count("M") == 4  # three gaps break the line
+        texts = "".join(t.text or "" for t in root.iter(f"{SVG}text"))
+        assert "time (UTC)" in texts and "22:20" in texts  # 1700000000 = 2023-11-14 22:13:20 UTC
+    assert len(ET.fromstring(svgs[0]).findall(f"{SVG}polygon")) >= 1  # many peers: their range
+    assert not ET.fromstring(svgs[1]).findall(f"{SVG}polygon")  # a few peers: a line each
+
+
+def test_png_for_reports() -> None:
+    png = chart_png(_hostile_chart())
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+
+
+def test_axis_ticks() -> None:
+    assert nice_ticks(0, 97) == [0, 20, 40, 60, 80, 100]
+    flat = nice_ticks(0, 0)
+    assert flat[0] == 0 and flat[-1] >= 1 and len(flat) <= 7
+    ticks = time_ticks(1_700_000_000, 7200)
+    assert 4 <= len(ticks) <= 8 and all(t % 600 == 0 for t in ticks)
+    assert ticks[0] >= 1_700_000_000 and ticks[-1] <= 1_700_007_200
+
+
+def test_parsed_bundles_are_cached_by_sha(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[Path] = []
+
+    def fake_load(path: Path) -> object:
+        calls.append(path)
+        return object()
+
+    monkeypatch.setattr(charts, "load_bundle", fake_load)
+    monkeypatch.setattr(charts, "_CACHE", type(charts._CACHE)())
+    first = charts.cached_bundle("a" * 64, tmp_path / "a")
+    assert charts.cached_bundle("a" * 64, tmp_path / "a") is first and len(calls) == 1
+    for k in range(charts.CACHE_SIZE):
+        charts.cached_bundle(f"{k:064d}", tmp_path / str(k))
+    assert charts.cached_bundle("a" * 64, tmp_path / "a") is not first  # evicted, least recently used
+    assert len(calls) == charts.CACHE_SIZE + 2
