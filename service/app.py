@@ -109,7 +109,7 @@ def _maintain(app: FastAPI, stop: threading.Event) -> None:
     """Champion hot reload every model_poll_s, retention hourly, lost broker jobs re-sent."""
     s: ServiceSettings = app.state.settings
     next_purge = 0.0
-    while not stop.wait(min(s.model_poll_s, 30.0)):
+    while not stop.wait(max(0.5, min(s.model_poll_s, s.lease_s / 2, 30.0))):
         try:
             app.state.holder.maybe_refresh()
             if time.monotonic() >= next_purge:

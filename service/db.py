@@ -3,6 +3,7 @@ it; PostgreSQL by URL. Migrations (alembic, service/migrations) run when the eng
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -40,6 +41,8 @@ def migrate(engine: Engine) -> None:
     """Bring the schema to the newest revision (idempotent; safe from several processes)."""
     from alembic import command
     from alembic.config import Config
+
+    logging.getLogger("alembic").setLevel(logging.WARNING)
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))

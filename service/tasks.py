@@ -46,7 +46,9 @@ def check_limits(s: ServiceSettings) -> None:
 def make_celery(s: ServiceSettings) -> Celery:
     check_limits(s)
     app = Celery("vsandx", broker=s.broker_url, backend=s.result_backend or s.broker_url, set_as_current=False)
-    transport = {"visibility_timeout": s.visibility_timeout_s}
+    transport: dict[str, Any] = {"visibility_timeout": s.visibility_timeout_s}
+    if s.redis_key_prefix:
+        transport["global_keyprefix"] = s.redis_key_prefix
     app.conf.update(
         task_serializer="json",
         result_serializer="json",

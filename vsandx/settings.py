@@ -66,6 +66,8 @@ class ServiceSettings(Settings):
     # Celery broker and result backend; None = the embedded queue (no broker process needed).
     broker_url: str | None = None
     result_backend: str | None = None  # None = the broker URL
+    # Prefix of every Redis key Celery uses (several deployments or test runs on one Redis).
+    redis_key_prefix: str = ""
     # API keys accepted on write endpoints (X-API-Key header); empty = open. Env: comma-separated.
     api_keys: Annotated[list[str], NoDecode] = []
     max_upload_bytes: int = 512 * 1024 * 1024

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -70,3 +74,65 @@ def until(check: Callable[[], Any], timeout: float = 30.0, every: float = 0.05) 
             return got
         time.sleep(every)
     raise AssertionError(f"condition not met within {timeout} s")
+
+
+# A worker process as `vsandx worker` runs it; with VSANDX_TEST_STALL=<file>, the first diagnosis
+# (whichever process makes it) writes its pid to that file and hangs, so a test can kill it mid-way.
+WORKER = """
+import os, sys, time
+from pathlib import Path
+marker = os.environ.get("VSANDX_TEST_STALL")
+if marker:
+    from service.predictor import Predictor
+    original = Predictor.diagnose
+    def stalling(self, *a, **k):
+        try:
+            fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            return original(self, *a, **k)
+        os.write(fd, str(os.getpid()).encode()); os.close(fd)
+        time.sleep(120)
+    Predictor.diagnose = stalling
+from vsandx.cli import main
+sys.exit(main(["worker", *sys.argv[1:]]))
+"""
+
+
+def start_worker(env: dict[str, str], *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
+    """`vsandx worker ARGS` in its own process group, with `env` added to this process's environment."""
+    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 (the child owns it)
+    return subprocess.Popen(
+        [sys.executable, "-c", WORKER, *args],
+        env={**os.environ, **env},
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop_process(p: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
+    if p.poll() is None:
+        os.killpg(p.pid, sig)
+        try:
+            p.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait(5)
+
+
+def redis_available(url: str = "redis://127.0.0.1:6379/0") -> bool:
+    import redis
+
+    try:
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except Exception:
+        return False
+
+
+def redis_env(tag: str) -> dict[str, str]:
+    """A Redis database and key prefix of this test alone (parallel runs never see each other's tasks)."""
+    return {
+        "VSANDX_BROKER_URL": f"redis://127.0.0.1:6379/{1 + os.getpid() % 15}",
+        "VSANDX_REDIS_KEY_PREFIX": f"vsandx-test-{tag}-{uuid.uuid4().hex[:8]}:",
+    }
