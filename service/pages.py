@@ -1,0 +1,188 @@
+"""What each web page shows, as plain dictionaries: service.ui's routes hand them to the templates.
+
+Nothing here knows about HTTP. Charts are rebuilt from the stored upload (parsed once per sha256,
+service.charts.cached_bundle); a purged or unreadable upload still shows its diagnosis, without charts.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from markupsafe import Markup
+from sqlalchemy.orm import Session
+
+from pipeline.errors import BundleError
+from service import store
+from service.chart_render import chart_svgs
+from service.charts import Chart, cached_bundle, charts_for
+from service.markdown_lite import render
+from service.schemas import DiagnosisResource
+from vsandx.faults import COMPONENT_KINDS, FAULT_IDS, FAULTS
+from vsandx.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
+PER_PAGE = 25
+KIND_NAMES = {"cluster": "Cluster", "host": "Hosts", "nic": "NICs", "diskgroup": "Disk groups", "disk": "Disks"}
+
+
+def stamp(t: object) -> str:
+    """A UTC instant for people; anything missing (None, a template's undefined) is a dash."""
+    if not t:
+        return "—"
+    if not isinstance(t, datetime | str):
+        return str(t)
+    if isinstance(t, str):
+        try:
+            t = datetime.fromisoformat(t.replace("Z", "+00:00"))
+        except ValueError:
+            return str(t)
+    assert isinstance(t, datetime)
+    return t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def fault_title(fault: str) -> str:
+    return FAULTS[fault].title if fault in FAULTS else ("healthy" if fault == "none" else fault)
+
+
+def charts_of(settings: ServiceSettings, res: DiagnosisResource) -> tuple[list[Chart], str | None]:
+    """The charts of a finished diagnosis, or why there are none."""
+    doc = res.diagnosis or {}
+    if not doc.get("findings"):
+        return [], None
+    path = store.bundle_path(settings, res.sha256)
+    if path is None:
+        return [], "The uploaded bundle is no longer kept (retention), so its charts cannot be drawn."
+    try:
+        return charts_for(cached_bundle(res.sha256, path), doc), None
+    except BundleError as e:
+        log.warning("charts for %s: %s", res.id, e)
+        return [], f"The charts could not be drawn: {e}"
+
+
+def _onset_text(chart: Chart) -> str:
+    if chart.onset is None:
+        return "No onset found in the window: the departure is gradual or present throughout."
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(chart.time_of(chart.onset.step)))
+    if chart.onset.at_start:
+        return f"Already present when the window begins ({when}); the onset is earlier."
+    return f"Onset estimated at {when}."
+
+
+def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any] | None:
+    res = store.get_diagnosis(db, job_id)
+    if res is None:
+        return None
+    doc = res.diagnosis or {}
+    charts, charts_note = charts_of(settings, res) if res.status == "done" else ([], None)
+    by_key = {(c.component, c.fault): (k, c) for k, c in enumerate(charts)}
+    findings = []
+    for f in doc.get("findings", []):
+        k, chart = by_key.get((f.get("component"), f.get("fault")), (None, None))
+        findings.append(
+            {
+                **f,
+                "title": fault_title(str(f.get("fault"))),
+                "kind": str(f.get("component", "")).split(":", 1)[0],
+                "svgs": [Markup(s) for s in chart_svgs(chart, f"c{k}")] if chart else [],
+                "png": f"/diagnoses/{res.id}/charts/{k}.png" if chart else None,
+                "onset": _onset_text(chart) if chart else None,
+            }
+        )
+    groups = []
+    comps = doc.get("components", [])
+    for kind in COMPONENT_KINDS:
+        rows = [c for c in comps if c.get("kind") == kind]
+        if not rows:
+            continue
+        rows.sort(key=lambda c: (c.get("verdict") == "none", -float(c.get("confidence", 0)), c.get("id", "")))
+        faulty = sum(c.get("verdict") != "none" for c in rows)
+        groups.append({"kind": kind, "name": KIND_NAMES.get(kind, kind), "rows": rows, "faulty": faulty,
+                       "lowest": min(float(c.get("confidence", 0)) for c in rows)})  # fmt: skip
+    return {
+        "res": res,
+        "doc": doc,
+        "bundle": doc.get("bundle", {}),
+        "findings": findings,
+        "groups": groups,
+        "charts_note": charts_note,
+        "pending": res.status in ("queued", "running"),
+    }
+
+
+def chart_png(db: Session, settings: ServiceSettings, job_id: str, k: int) -> bytes | None:
+    from service.chart_render import chart_png as png
+
+    res = store.get_diagnosis(db, job_id)
+    if res is None or res.status != "done":
+        return None
+    charts, _ = charts_of(settings, res)
+    return png(charts[k]) if 0 <= k < len(charts) else None
+
+
+def listing(db: Session, fault: str | None, status: str | None, page: int) -> dict[str, Any]:
+    fault = fault if fault in FAULT_IDS else None
+    status = status if status in ("queued", "running", "done", "failed") else None
+    page = max(1, page)
+    got = store.list_diagnoses(db, fault=fault, status=status, limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
+    pages = max(1, math.ceil(got.total / PER_PAGE))
+    query = {k: v for k, v in (("fault", fault), ("status", status)) if v}
+
+    def link(p: int) -> str:
+        return "/diagnoses?" + urlencode({**query, "page": p})
+
+    return {
+        "items": got.items,
+        "total": got.total,
+        "fault": fault or "",
+        "status": status or "",
+        "faults": FAULT_IDS,
+        "page": page,
+        "pages": pages,
+        "prev": link(page - 1) if page > 1 else None,
+        "next": link(page + 1) if page < pages else None,
+    }
+
+
+def report_folder(info: dict[str, Any]) -> Path | None:
+    folder = info.get("report")
+    return Path(folder) if folder and Path(folder).is_dir() else None
+
+
+def report_file(info: dict[str, Any], name: str) -> Path | None:
+    """A PNG of the served model's training report: plain names inside its folder only."""
+    folder = report_folder(info)
+    if folder is None or "/" in name or "\\" in name or name.startswith(".") or not name.endswith(".png"):
+        return None
+    path = folder / name
+    return path if path.is_file() else None
+
+
+def model(info: dict[str, Any]) -> dict[str, Any]:
+    folder = report_folder(info)
+    report = None
+    if folder is not None and (md := folder / "report.md").is_file():
+
+        def image(src: str) -> str | None:
+            name = src.rsplit("/", 1)[-1]
+            return f"/model/report/{name}" if report_file(info, name) is not None else None
+
+        report = Markup(render(md.read_text(errors="replace"), image))
+    written = None
+    if not info.get("trained_at") and info.get("folder") and (cfg := Path(info["folder"]) / "config.json").is_file():
+        written = datetime.fromtimestamp(cfg.stat().st_mtime, UTC)  # a model folder: when it was saved
+    return {"info": info, "report": report, "ready": bool(info.get("ready")), "written": written}
+
+
+def upload(settings: ServiceSettings, info: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "need_key": bool(settings.api_keys),
+        "ready": bool(info.get("ready")),
+        "model_error": info.get("error"),
+        "max_mb": settings.max_upload_bytes // (1 << 20),
+    }
