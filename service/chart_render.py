@@ -16,7 +16,7 @@ from service.charts import Chart, Panel
 
 W, H = 560, 250
 LEFT, RIGHT, TOP, BOTTOM = 62, 14, 48, 36
-SUBJECT, PEER, BAND, ONSET = "#c0392b", "#6b7280", "#d9dde3", "#1d4ed8"
+SUBJECT, PEER, BAND, ONSET, REF = "#c0392b", "#6b7280", "#d9dde3", "#1d4ed8", "#b7791f"
 MAX_PEER_LINES = 6  # beyond this, peers are drawn as their range and median
 
 
@@ -59,7 +59,7 @@ def hhmm(t: int, with_date: bool = False) -> str:
 
 
 def _values(panel: Panel) -> list[float]:
-    vals = [v for v in panel.subject if v is not None]
+    vals = [v for v in panel.subject if v is not None] + ([panel.ref] if panel.ref is not None else [])
     vals += [v for row in panel.peers for v in row if v is not None]
     return vals or [0.0]
 
@@ -109,21 +109,47 @@ def _band(xs: Sequence[float], lo: Sequence[float | None], hi: Sequence[float | 
     return polys
 
 
+def _legend(chart: Chart, panel: Panel) -> tuple[list[str], int]:
+    """Legend entries laid out left to right, wrapping to a second row; (svg parts, rows)."""
+    line = '<line x1="0" y1="0" x2="18" y2="0" stroke="{}" {}/>'
+    items = [(line.format(SUBJECT, 'stroke-width="2.5"'), panel.subject_label)]
+    if len(panel.peers) > MAX_PEER_LINES:
+        band = f'<rect x="0" y="-5" width="18" height="10" fill="{BAND}"/>'
+        items.append((band + line.format(PEER, 'stroke-dasharray="4 3"'), f"{panel.peer_label} ({len(panel.peers)})"))
+    elif panel.peers:
+        items.append((line.format(PEER, 'stroke-width="1"'), panel.peer_label))
+    if panel.ref is not None:
+        items.append((line.format(REF, 'stroke-width="1.5" stroke-dasharray="2 2"'), panel.ref_label))
+    if chart.onset is not None:
+        items.append((f'<line x1="9" y1="-6" x2="9" y2="6" stroke="{ONSET}" stroke-width="2"/>', "onset"))
+    out, lx, ly, rows = [], float(LEFT - 54), 34, 1
+    for sym, label in items:
+        short = label if len(label) <= 44 else label[:43] + "…"
+        width = 34 + 6.4 * len(short)
+        if lx + width > W - RIGHT + 20 and lx > LEFT:
+            lx, ly, rows = float(LEFT - 54), ly + 16, rows + 1
+        text = f'<text x="24" y="4" class="cl">{escape(short)}</text>'
+        out.append(f'<g transform="translate({lx:.0f},{ly})">{sym}{text}</g>')
+        lx += width
+    return out, rows
+
+
 def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
     """One panel as a standalone <svg> element (uid keeps its ids unique on the page)."""
     n = len(panel.subject)
-    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
+    legend, rows = _legend(chart, panel)
+    top = TOP + 16 * (rows - 1)  # a second legend row takes from the plot, not from the page
+    pw, ph = W - LEFT - RIGHT, H - top - BOTTOM
     vals = _values(panel)
-    lo, hi = min(0.0, min(vals)), max(vals)
-    hi += 0.04 * (hi - lo)  # headroom: a series pinned at its maximum stays visible under the frame
-    yt = nice_ticks(lo, hi)
+    yt = nice_ticks(min(0.0, min(vals)), max(vals))
     y0, y1 = yt[0], yt[-1]
+    y1 += 0.03 * (y1 - y0)  # headroom: a series pinned at the top tick stays clear of the frame
 
     def sx(i: float) -> float:
         return LEFT + pw * i / max(1, n - 1)
 
     def sy(v: float) -> float:
-        return TOP + ph * (1 - (v - y0) / ((y1 - y0) or 1))
+        return top + ph * (1 - (v - y0) / ((y1 - y0) or 1))
 
     xs = [sx(i) for i in range(n)]
     span = chart.step_s * max(1, n - 1)
@@ -140,23 +166,7 @@ def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
         f'<desc id="{uid}-d">{escape(desc)}</desc>',
         f'<text class="ct" x="{LEFT - 54}" y="16">{escape(panel.title)}<tspan class="cu"> ({unit})</tspan></text>',
     ]
-    # legend
-    lx, ly = float(LEFT - 54), 34
-    items = [(f'<line x1="0" y1="0" x2="18" y2="0" stroke="{SUBJECT}" stroke-width="2.5"/>', panel.subject_label)]
-    if panel.peers:
-        items.append((f'<rect x="0" y="-5" width="18" height="10" fill="{BAND}"/>'
-                      f'<line x1="0" y1="0" x2="18" y2="0" stroke="{PEER}" stroke-dasharray="4 3"/>'
-                      if len(panel.peers) > MAX_PEER_LINES else
-                      f'<line x1="0" y1="0" x2="18" y2="0" stroke="{PEER}" stroke-width="1"/>',
-                      f"{panel.peer_label} ({len(panel.peers)})" if len(panel.peers) > MAX_PEER_LINES
-                      else f"{panel.peer_label}"))  # fmt: skip
-    if chart.onset is not None:
-        items.append((f'<line x1="9" y1="-6" x2="9" y2="6" stroke="{ONSET}" stroke-width="2"/>', "onset"))
-    for sym, label in items:
-        short = label if len(label) <= 44 else label[:43] + "…"
-        text = f'<text x="24" y="4" class="cl">{escape(short)}</text>'
-        out.append(f'<g transform="translate({lx:.0f},{ly})">{sym}{text}</g>')
-        lx += 34 + 6.4 * len(short)
+    out += legend
     # axes and grid
     for v in yt:
         y = sy(v)
@@ -168,11 +178,11 @@ def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
         day = time.gmtime(t).tm_yday
         label = hhmm(t, with_date=prev_day is None or day != prev_day)
         prev_day = day
-        out.append(f'<line x1="{x:.1f}" y1="{TOP + ph}" x2="{x:.1f}" y2="{TOP + ph + 4}" class="ck"/>')
+        out.append(f'<line x1="{x:.1f}" y1="{top + ph}" x2="{x:.1f}" y2="{top + ph + 4}" class="ck"/>')
         anchor = "end" if x > W - RIGHT - 20 else "middle"
-        out.append(f'<text x="{x:.1f}" y="{TOP + ph + 16}" text-anchor="{anchor}" class="ca">{label}</text>')
+        out.append(f'<text x="{x:.1f}" y="{top + ph + 16}" text-anchor="{anchor}" class="ca">{label}</text>')
     out.append(f'<text x="{W - RIGHT}" y="{H - 4}" text-anchor="end" class="cu">time (UTC)</text>')
-    out.append(f'<rect x="{LEFT}" y="{TOP}" width="{pw}" height="{ph}" class="cf"/>')
+    out.append(f'<rect x="{LEFT}" y="{top}" width="{pw}" height="{ph}" class="cf"/>')
     # peers
     if len(panel.peers) > MAX_PEER_LINES:
         plo, pmed, phi = _peer_stats(panel.peers)
@@ -184,6 +194,10 @@ def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
         for row in panel.peers:
             d = _path(xs, [None if v is None else sy(v) for v in row])
             out.append(f'<path d="{d}" fill="none" stroke="{PEER}" stroke-width="1" opacity="0.7"/>')
+    if panel.ref is not None:
+        y = sy(panel.ref)
+        out.append(f'<line class="ref" x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" stroke="{REF}" '
+                   f'stroke-width="1.5" stroke-dasharray="2 2"/>')  # fmt: skip
     d = _path(xs, [None if v is None else sy(v) for v in panel.subject])
     out.append(f'<path class="subject" d="{d}" fill="none" stroke="{SUBJECT}" stroke-width="2"/>')
     if chart.onset is not None:
@@ -191,9 +205,9 @@ def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
         label = "before window" if chart.onset.at_start else "onset " + hhmm(chart.time_of(chart.onset.step))
         anchor = "start" if x < LEFT + pw * 0.75 else "end"
         dx = 4 if anchor == "start" else -4
-        out.append(f'<line class="onset" x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{TOP + ph}" stroke="{ONSET}" '
+        out.append(f'<line class="onset" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="{ONSET}" '
                    f'stroke-width="2" stroke-dasharray="6 3"/>')  # fmt: skip
-        out.append(f'<text x="{x + dx:.1f}" y="{TOP + 12}" text-anchor="{anchor}" class="co">{label}</text>')
+        out.append(f'<text x="{x + dx:.1f}" y="{top + 12}" text-anchor="{anchor}" class="co">{label}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -229,6 +243,8 @@ def chart_png(chart: Chart, dpi: int = 100) -> bytes:
                 ax.plot(ts, [nan if v is None else v for v in row], color=PEER, lw=0.8, alpha=0.7,
                         label=p.peer_label if k == 0 else None)  # fmt: skip
         ax.plot(ts, [nan if v is None else v for v in p.subject], color=SUBJECT, lw=1.8, label=p.subject_label)
+        if p.ref is not None:
+            ax.axhline(p.ref, color=REF, ls=":", lw=1.5, label=p.ref_label)
         if chart.onset is not None:
             ax.axvline(ts[chart.onset.step], color=ONSET, ls="--", lw=1.5, label="onset")
         ax.set_title(p.title, fontsize=10, loc="left")

@@ -12,23 +12,13 @@ Peers are components of the same kind in the same role: the vSAN uplinks of the 
 carrying most of its host's traffic, else every other NIC), disks of the same tier (cache / capacity),
 the other disk groups, the other hosts. The cluster has no peers: its chart shows its own series.
 
-Onset (`estimate_onset`), on the first panel of a finding that has data, in the tensor's own scale
-(log1p for heavy-tailed channels, so one spike does not set the threshold):
-
-1. Excess e_t = direction × (x_t − median of the peers at t); with no peers, e_t = direction × x_t.
-2. Baseline: the component's own first 15 % of observed steps (at least 5): level b = median(e),
-   noise n = 1.4826 × MAD(e).  Extent h = 95th percentile of e over the window.
-3. If the component already stands out from its peers in the baseline (b above 3 robust spreads of
-   the peers and at least half of h), the fault predates the window: onset = first step, flagged.
-4. Otherwise the threshold is b + max(4 n, 0.2 (h − b)); the onset is the first step from which e stays
-   above it for 3 consecutive observed steps (a sustained departure, not a spike). When h − b does
-   not clear the noise, there is no departure to date and no onset is drawn.
+Onset: `service.onset.estimate_onset` (its docstring says how), on the panels a spec marks, else the
+first panel with data.
 """
 
 from __future__ import annotations
 
 import threading
-import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +30,7 @@ from pipeline.api import load_bundle
 from pipeline.channels import KIND_CHANNEL_DEFS, KIND_CHANNELS
 from pipeline.tensors import BundleTensors, KindTensors
 from service.findings import decoded
+from service.onset import Onset, estimate_onset
 
 
 @dataclass(frozen=True)
@@ -116,12 +107,8 @@ class Panel:
     subject: list[float | None]  # one value per step in display units, None where not observed
     peer_label: str = ""
     peers: list[list[float | None]] = field(default_factory=list)
-
-
-@dataclass
-class Onset:
-    step: int
-    at_start: bool  # the fault was already there when the window began
+    ref: float | None = None  # a horizontal reference line (a link's rate), in display units
+    ref_label: str = ""
 
 
 @dataclass
@@ -218,41 +205,21 @@ def panel(bt: BundleTensors, component: str, spec: PanelSpec) -> tuple[Panel, np
     peers = peers_of(bt, tkind, row)
     p = Panel(spec.title, spec.channel, unit, _short(kt.ids[row]), _rows(x, [row], factor)[0],
               PEER_NAMES.get(tkind, ""), _rows(x, peers, factor))  # fmt: skip
+    if tkind == "nic":
+        _link_rate(p, kt, row, float(np.nanmax(x[row])) * factor)
     return p, raw[row], raw[peers]
 
 
-def estimate_onset(x: np.ndarray, peers: np.ndarray, direction: int = 1) -> Onset | None:
-    """First sustained departure of x (T,) from its own early baseline, relative to peers (n, T)."""
-    has_peers = peers.size > 0 and not np.isnan(peers).all()
-    with warnings.catch_warnings():  # steps where no peer has data are expected: they count as 0
-        warnings.simplefilter("ignore", RuntimeWarning)
-        ref = np.nanmedian(peers, axis=0) if has_peers else np.zeros_like(x)
-    ref = np.where(np.isnan(ref), 0.0, ref)
-    e = direction * (x - ref)
-    obs = np.flatnonzero(~np.isnan(e))
-    if obs.size < 6:
-        return None
-    ev = e[obs]
-    nb = max(5, int(0.15 * obs.size))
-    base = ev[:nb]
-    b = float(np.median(base))
-    noise = 1.4826 * float(np.median(np.abs(base - b)))
-    h = float(np.percentile(ev, 95))
-    if has_peers:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            spread = np.nanmedian(1.4826 * np.nanmedian(np.abs(peers - ref), axis=0))
-        spread = 0.0 if np.isnan(spread) else float(spread)
-        if b > 3 * spread + 1e-3 and b >= 0.5 * h > 0:
-            return Onset(int(obs[0]), True)
-    threshold = b + max(4 * noise, 0.2 * (h - b))
-    if h - b <= max(4 * noise, 1e-3):
-        return None
-    above = ev > threshold
-    for k in range(above.size - 2):
-        if above[k : k + 3].all():
-            return Onset(int(obs[k]), False)
-    return None
+def _link_rate(p: Panel, kt: KindTensors, row: int, top: float) -> None:
+    """A degraded link shows in its negotiated speed (nicinfo) and throughput flat-topping at it."""
+    s = kt.static_names.index("speed_gbps")
+    if not kt.static_mask[row, s] or kt.static[row, s] <= 0:
+        return
+    gbps = float(kt.static[row, s])
+    p.subject_label += f" ({gbps:g} Gb/s)"
+    rate = gbps * 125.0  # MB/s
+    if p.unit == "MB/s" and top >= 0.3 * rate:  # drawn only where the series comes near it
+        p.ref, p.ref_label = rate, f"negotiated rate ({gbps:g} Gb/s)"
 
 
 def chart_for(bt: BundleTensors, component: str, fault: str) -> Chart | None:

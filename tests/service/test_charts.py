@@ -18,7 +18,8 @@ from pipeline.api import load_bundle
 from pipeline.tensors import BundleTensors
 from service import charts
 from service.chart_render import chart_png, chart_svgs, nice_ticks, time_ticks
-from service.charts import SPECS, Chart, Onset, Panel, chart_for, charts_for, estimate_onset, peers_of
+from service.charts import SPECS, Chart, Panel, chart_for, charts_for, peers_of
+from service.onset import Onset, estimate_onset
 from vsandx.faults import FAULT_IDS, FAULTS
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -76,6 +77,8 @@ def test_each_fault_charts_its_signature_with_the_true_onset(
     assert channels == [s.channel for s in SPECS[fault] if s.channel in channels]  # the spec's order
     assert len(chart.panels) >= 3
     kind = FAULTS[fault].kind
+    if kind == "nic":  # the negotiated speed is part of the evidence
+        assert chart.panels[0].subject_label.endswith("Gb/s)")
     for p in chart.panels:
         assert len(p.subject) == bt.T and any(v is not None for v in p.subject)
         assert p.unit and p.title
@@ -125,7 +128,7 @@ def _hostile_chart() -> Chart:
     subject = [None if i % 17 == 0 else float(i % 7) for i in range(60)]
     peers = [[float((i + k) % 5) for i in range(60)] for k in range(8)]  # > 6 peers: drawn as a band
     panel = Panel(f"latency {nasty}", "disk.latencyDevDAvg", "ms", nasty, subject, "disks of the same tier", peers)
-    few = Panel("loss", "pnic.rxPacketsLossRate", "%", "vmnic1", subject, "other uplinks", peers[:3])
+    few = Panel("rx", "pnic.rxThroughput", "MB/s", "vmnic1", subject, "other uplinks", peers[:3], 6.0, "1 Gb/s")
     return Chart(f"disk:{nasty}", "disk.latency", 1_700_000_000, 20, [panel, few], Onset(30, False))
 
 
@@ -145,8 +148,11 @@ def test_svg_stands_alone_and_escapes_bundle_text() -> None:
         assert subject and subject[0].get("d", "").count("M") == 4  # three gaps break the line
         texts = "".join(t.text or "" for t in root.iter(f"{SVG}text"))
         assert "time (UTC)" in texts and "22:20" in texts  # 1700000000 = 2023-11-14 22:13:20 UTC
-    assert len(ET.fromstring(svgs[0]).findall(f"{SVG}polygon")) >= 1  # many peers: their range
-    assert not ET.fromstring(svgs[1]).findall(f"{SVG}polygon")  # a few peers: a line each
+    many, few = ET.fromstring(svgs[0]), ET.fromstring(svgs[1])
+    assert len(many.findall(f"{SVG}polygon")) >= 1  # many peers: their range
+    assert not few.findall(f"{SVG}polygon")  # a few peers: a line each
+    refs = [e for e in few.iter(f"{SVG}line") if e.get("class") == "ref"]
+    assert len(refs) == 1 and not [e for e in many.iter(f"{SVG}line") if e.get("class") == "ref"]
 
 
 def test_png_for_reports() -> None:
