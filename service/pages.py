@@ -28,6 +28,7 @@ from vsandx.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
 PER_PAGE = 25
+FOLD_ROWS = 20  # a kind with more components shows its faulty and least certain ones, the rest folded
 KIND_NAMES = {"cluster": "Cluster", "host": "Hosts", "nic": "NICs", "diskgroup": "Disk groups", "disk": "Disks"}
 
 
@@ -100,9 +101,13 @@ def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any
         rows = [c for c in comps if c.get("kind") == kind]
         if not rows:
             continue
-        rows.sort(key=lambda c: (c.get("verdict") == "none", -float(c.get("confidence", 0)), c.get("id", "")))
-        faulty = sum(c.get("verdict") != "none" for c in rows)
-        groups.append({"kind": kind, "name": KIND_NAMES.get(kind, kind), "rows": rows, "faulty": faulty,
+        # at fault first (most confident first), then the healthy verdicts the model is least sure of
+        faulty = sorted((c for c in rows if c.get("verdict") != "none"), key=lambda c: -float(c.get("confidence", 0)))
+        healthy = sorted((c for c in rows if c.get("verdict") == "none"), key=lambda c: float(c.get("confidence", 0)))
+        keep = len(faulty) + (len(healthy) if len(rows) <= FOLD_ROWS else FOLD_ROWS // 2)
+        ordered = faulty + healthy
+        groups.append({"kind": kind, "name": KIND_NAMES.get(kind, kind), "rows": ordered[:keep],
+                       "more": ordered[keep:], "faulty": len(faulty), "count": len(rows),
                        "lowest": min(float(c.get("confidence", 0)) for c in rows)})  # fmt: skip
     return {
         "res": res,
@@ -185,4 +190,5 @@ def upload(settings: ServiceSettings, info: dict[str, Any]) -> dict[str, Any]:
         "ready": bool(info.get("ready")),
         "model_error": info.get("error"),
         "max_mb": settings.max_upload_bytes // (1 << 20),
+        "max_bytes": settings.max_upload_bytes,
     }

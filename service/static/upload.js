@@ -42,6 +42,12 @@
   form.addEventListener("submit", function (ev) {
     ev.preventDefault();
     if (!file.files.length) { fail("Choose a bundle file first."); return; }
+    const max = Number(form.dataset.maxBytes || 0);
+    if (max && file.files[0].size > max) {  // the server would cut the upload short with a 413
+      fail("This file is " + (file.files[0].size / 1048576).toFixed(0) + " MB; the service takes at most " +
+           (max / 1048576).toFixed(0) + " MB per upload.");
+      return;
+    }
     err.hidden = true;
     button.disabled = true;
     box.hidden = false;
@@ -62,7 +68,7 @@
       stage.textContent = "Uploading… " + bar.value + " % of " + (e.total / 1048576).toFixed(1) + " MB";
     };
     xhr.upload.onload = function () { bar.value = 100; stage.textContent = "Uploaded; checking the bundle…"; };
-    xhr.onerror = function () { fail("The upload failed: the server could not be reached."); };
+    xhr.onerror = function () { fail("The upload failed: the connection to the service was lost."); };
     xhr.onload = function () {
       if (xhr.status === 201 || xhr.status === 202 || xhr.status === 200) {
         const res = JSON.parse(xhr.responseText);

@@ -87,7 +87,7 @@ def _shot(driver: Any, name: str) -> None:
         driver.save_screenshot(str(Path(folder) / f"ui-{name}.png"))
 
 
-def test_upload_a_bundle_and_read_the_verdict(server: str, browser: Any, bundles: list[Path]) -> None:
+def test_upload_a_bundle_and_read_the_verdict(server: str, browser: Any, bundles: list[Path], tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -141,3 +141,15 @@ def test_upload_a_bundle_and_read_the_verdict(server: str, browser: Any, bundles
     _shot(browser, "list")
     browser.get(server + "/model")
     assert "logreg" in browser.find_element(By.ID, "model-info").text
+
+    # a file that is no bundle: the upload page says why, and stays
+    notes = tmp_path / "notes.tgz"
+    notes.write_text("not an archive\n")
+    browser.get(server + "/")
+    browser.find_element(By.ID, "bundle").send_keys(str(notes))
+    browser.find_element(By.ID, "submit").click()
+    error = WebDriverWait(browser, 30, poll_frequency=0.1).until(
+        lambda d: (e := d.find_element(By.ID, "error")).is_displayed() and e
+    )
+    assert "Upload refused (422)" in error.text and "notes.tgz" in error.text
+    assert browser.current_url.rstrip("/") == server and browser.find_element(By.ID, "submit").is_enabled()

@@ -63,6 +63,10 @@ def test_detail_shows_verdicts_findings_and_charts(client: TestClient, bundles: 
     assert shown == {c["id"]: c["verdict"] for c in doc["components"]}  # every component's verdict
     for c in doc["components"]:
         assert f"{round(100 * c['confidence'])} %" in page
+    more = re.search(r'<details class="more">\s*<summary>(\d+) more disks', page)  # 32 disks: most folded
+    assert more is not None and int(more.group(1)) == 32 - pages.FOLD_ROWS // 2 - sum(
+        c["kind"] == "disk" and c["verdict"] != "none" for c in doc["components"]
+    )
     sections = re.findall(r'<section class="finding card".*?</section>', page, re.S)
     assert len(sections) == len(doc["findings"])
     for f, sec in zip(doc["findings"], sections, strict=True):
