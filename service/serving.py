@@ -95,6 +95,7 @@ class ModelHolder:
         return True
 
     def _install(self, predictor: Predictor, info: dict[str, Any]) -> None:
+        _limit_threads(self.settings.model_threads)
         old = self._predictor.version if self._predictor else None
         self._predictor, self._error = predictor, None
         self._info = {"name": predictor.name, "version": predictor.version, "family": predictor.model.name}
@@ -153,6 +154,15 @@ class ModelHolder:
         or None), run_id, registered_at, trained_at, loaded_at, error (why a model is refused), ready."""
         with self._lock:
             return {**self._info, "ready": self._predictor is not None, "error": self._error}
+
+
+def _limit_threads(n: int) -> None:
+    """One process, n model threads: on a small machine extra intra-op threads only fight the workers."""
+    import sys
+
+    torch = sys.modules.get("torch")  # loaded by the CNN models; the baselines never need it
+    if torch is not None and n > 0 and torch.get_num_threads() != n:
+        torch.set_num_threads(n)
 
 
 def _refusal(e: Exception) -> str:

@@ -77,6 +77,8 @@ class ServiceSettings(Settings):
     retention_days: float = 30.0
     # Model served: None = the registry's champion of `registered_model`; or a folder / models:/ URI.
     model_uri: str | None = None
+    # Intra-op threads of the model per process (torch); parallelism comes from worker processes.
+    model_threads: int = 1
     # How often the champion alias is checked for a move (seconds).
     model_poll_s: float = 30.0
     # Worker threads the API process runs on the embedded queue (0 = only separate workers).
