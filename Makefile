@@ -4,6 +4,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 OUT    ?= var/simulated
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
 
 .PHONY: run test lint bench clean
 
@@ -13,13 +15,13 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-# Simulate a few bundles, train a quick champion when none is registered, diagnose and evaluate.
+# Train a quick champion when none is registered, simulate a few field bundles to upload, then start
+# the service on embedded defaults (SQLite, embedded queue, under var/); it prints its URL.
 run: $(STAMP)
-	$(VENV)/bin/vsandx simulate --profile lab -n 8 --out $(OUT)/lab --seed 1
-	$(VENV)/bin/vsandx simulate --profile field -n 8 --out $(OUT)/field --seed 1
 	$(VENV)/bin/vsandx train --quick --if-missing
-	$(VENV)/bin/vsandx diagnose $(OUT)/field/field-s1-000000.tgz
-	$(VENV)/bin/vsandx evaluate $(OUT)/field
+	$(VENV)/bin/vsandx simulate --profile field -n 8 --out $(OUT)/field --seed 1 --quiet
+	@echo "example bundles to upload: $(OUT)/field/*.tgz"
+	$(VENV)/bin/vsandx serve --host $(HOST) --port $(PORT)
 
 test: $(STAMP)
 	$(PY) -m pytest -n auto --dist loadfile
