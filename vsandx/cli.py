@@ -174,7 +174,16 @@ def _cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Stopped(Exception):
+    """SIGTERM/SIGINT reached `vsandx serve` (uvicorn re-raises it after its graceful shutdown)."""
+
+
+def _stopped(signum: int, _frame: object) -> None:
+    raise _Stopped(signum)
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
+    import signal
     import subprocess
 
     import uvicorn
@@ -184,19 +193,22 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     settings = get_service_settings()
     n = settings.worker_processes if args.workers is None else args.workers
-    app = create_app(settings)  # migrates the database before any worker starts
-    procs = (
-        []
-        if settings.broker_url
-        else [subprocess.Popen([sys.executable, "-m", "vsandx.cli", "worker", "--concurrency", "1"]) for _ in range(n)]
-    )
-    where = "embedded queue" if not settings.broker_url else f"Celery broker {settings.broker_url}"
-    print(
-        f"vsandx serving on http://{args.host}:{args.port}  (API docs /docs; {where}; data {settings.data_dir})",
-        flush=True,
-    )
+    signal.signal(signal.SIGTERM, _stopped)
+    signal.signal(signal.SIGINT, _stopped)
+    procs: list[subprocess.Popen[bytes]] = []
     try:
+        app = create_app(settings)  # migrates the database before any worker starts
+        if not settings.broker_url:
+            worker = [sys.executable, "-m", "vsandx.cli", "worker", "--concurrency", "1"]
+            procs = [subprocess.Popen(worker) for _ in range(n)]
+        where = "embedded queue" if not settings.broker_url else f"Celery broker {settings.broker_url}"
+        print(
+            f"vsandx serving on http://{args.host}:{args.port}  (API docs /docs; {where}; data {settings.data_dir})",
+            flush=True,
+        )
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    except _Stopped:
+        pass
     finally:
         for p in procs:
             p.terminate()
@@ -205,6 +217,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.wait()
     return 0
 
 
