@@ -182,6 +182,16 @@ def _stopped(signum: int, _frame: object) -> None:
     raise _Stopped(signum)
 
 
+def _die_with_parent() -> None:
+    """In a worker child of `vsandx serve`: SIGTERM when serve dies, even by SIGKILL (Linux)."""
+    import contextlib
+    import ctypes
+    import signal
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     import signal
     import subprocess
@@ -200,7 +210,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         app = create_app(settings)  # migrates the database before any worker starts
         if not settings.broker_url:
             worker = [sys.executable, "-m", "vsandx.cli", "worker", "--concurrency", "1"]
-            procs = [subprocess.Popen(worker) for _ in range(n)]
+            procs = [subprocess.Popen(worker, preexec_fn=_die_with_parent) for _ in range(n)]
         where = "embedded queue" if not settings.broker_url else f"Celery broker {settings.broker_url}"
         print(
             f"vsandx serving on http://{args.host}:{args.port}  (API docs /docs; {where}; data {settings.data_dir})",
