@@ -164,7 +164,7 @@ def main() -> int:
         cmd = [sys.executable, "-m", "vsandx.cli", "serve", "--port", str(port), "--log-level", "warning"]
         if args.workers is not None:
             cmd += ["--workers", str(args.workers)]
-        server = subprocess.Popen(cmd, env=env, cwd=REPO, start_new_session=True)
+        server = subprocess.Popen(cmd, env=env, cwd=REPO, start_new_session=True, stdout=sys.stderr)
         url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180

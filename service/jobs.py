@@ -33,6 +33,7 @@ from vsandx.settings import ServiceSettings
 log = logging.getLogger(__name__)
 FINISHED = ("done", "failed")
 ORPHAN_CHECK_S = 1.0
+MAX_POLL_S = 0.05  # a waiting request looks at its job at least this often
 
 
 def worker_name(tag: str = "") -> str:
@@ -150,11 +151,12 @@ def wait_for_job(database: Database, job_id: str, timeout: float, notifier: Noti
             left = deadline - time.monotonic()
             if status in FINISHED or status == "missing" or left <= 0:
                 return status
+            # workers of other processes are seen by polling the row (cheap); this process's wake us
             if ev is not None:
-                ev.wait(min(left, max(delay, 0.25)))  # other processes' workers are seen by polling
+                ev.wait(min(left, delay))
             else:
                 time.sleep(min(left, delay))
-                delay = min(delay * 1.5, 0.25)
+            delay = min(delay * 1.25, MAX_POLL_S)
     finally:
         if notifier:
             notifier.forget(job_id)

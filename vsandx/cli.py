@@ -193,6 +193,7 @@ def _die_with_parent() -> None:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    import os
     import signal
     import subprocess
 
@@ -203,6 +204,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     settings = get_service_settings()
     n = settings.worker_processes if args.workers is None else args.workers
+    n = (os.cpu_count() or 1) if n is None else n
+    if n > 0 and not settings.broker_url and "embedded_workers" not in settings.model_fields_set:
+        # the diagnoses run in worker processes: one per core, no GIL shared with the API
+        settings = settings.model_copy(update={"embedded_workers": 0})
     signal.signal(signal.SIGTERM, _stopped)
     signal.signal(signal.SIGINT, _stopped)
     procs: list[subprocess.Popen[bytes]] = []
@@ -309,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         default=None,
-        help="embedded queue: worker processes to start (default VSANDX_WORKER_PROCESSES)",
+        help="embedded queue: worker processes to start (default VSANDX_WORKER_PROCESSES, else one per core)",
     )
     srv.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     srv.set_defaults(func=_cmd_serve)

@@ -81,10 +81,11 @@ class ServiceSettings(Settings):
     model_threads: int = 1
     # How often the champion alias is checked for a move (seconds).
     model_poll_s: float = 30.0
-    # Worker threads the API process runs on the embedded queue (0 = only separate workers).
+    # Worker threads the API process runs on the embedded queue (0 = only separate workers). `vsandx
+    # serve` sets it to 0 when it starts worker processes, unless it is given explicitly.
     embedded_workers: int = 1
-    # Extra worker processes `vsandx serve` starts on the embedded queue (0 = none).
-    worker_processes: int = 1
+    # Worker processes `vsandx serve` starts on the embedded queue (None = one per core, 0 = none).
+    worker_processes: int | None = None
     # Idle embedded workers look for new jobs this often (seconds).
     poll_s: float = 0.02
     # A diagnosis is killed after this many seconds (Celery: soft limit 5 s earlier). Must stay below
