@@ -89,7 +89,7 @@ def execute(db: Session, settings: ServiceSettings, holder: ModelHolder, job: Jo
             return _fail(db, job_id, attempt, f"{filename}: {e.reason}")
         except MemoryError:
             return _fail(db, job_id, attempt, f"{filename}: out of memory while reading the bundle")
-        except (ValueError, KeyError, IndexError, TypeError) as e:  # SchemaMismatch is a ValueError
+        except Exception as e:  # the model failed on this bundle (SchemaMismatch, a bug): fail it, go on
             log.exception("diagnosis of %s failed", filename)
             return _fail(db, job_id, attempt, f"{filename}: diagnosis failed: {type(e).__name__}: {e}")
         found = store.record_diagnosis(db, sha, doc)
@@ -200,6 +200,9 @@ def work_loop(
             backoff = min(max(backoff * 2, 0.1), 5.0)
             log.warning("embedded worker: %s; retrying in %.1f s", e, backoff)
             stop.wait(backoff)
+        except Exception:  # never let one bad round end the worker; the job's lease brings it back
+            log.exception("embedded worker: unexpected error")
+            stop.wait(1.0)
 
 
 class EmbeddedQueue:

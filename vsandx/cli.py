@@ -214,7 +214,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         app = create_app(settings)  # migrates the database before any worker starts
         if not settings.broker_url:
-            worker = [sys.executable, "-m", "vsandx.cli", "worker", "--concurrency", "1"]
+            worker = [sys.executable, "-m", "vsandx.cli", "worker", "--concurrency", "1", "--log-level", args.log_level]
             procs = [subprocess.Popen(worker, preexec_fn=_die_with_parent) for _ in range(n)]
         where = "embedded queue" if not settings.broker_url else f"Celery broker {settings.broker_url}"
         print(
