@@ -132,6 +132,38 @@ def served_model(request: Request) -> dict[str, Any]:
     return info
 
 
+@api.post(
+    "/model/training",
+    status_code=status.HTTP_202_ACCEPTED,
+    tags=["model"],
+    dependencies=[Depends(require_api_key)],
+    responses={409: {"model": ErrorOut}},
+)
+def start_training(
+    request: Request, preset: Annotated[str, Query(pattern="^(smoke|quick|full)$")] = "quick"
+) -> dict[str, Any]:
+    """Queue a training run on the training queue (Celery); the new model becomes champion only if it
+    is at least as good, and the service picks it up by itself."""
+    queue = request.app.state.queue
+    if not hasattr(queue, "submit_training"):
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            "training runs on a Celery worker (set VSANDX_BROKER_URL); without one, run `vsandx train`",
+        )
+    task_id = queue.submit_training(preset)
+    return {"id": task_id, "state": "PENDING", "status_url": f"{API_PREFIX}/model/training/{task_id}"}
+
+
+@api.get("/model/training/{task_id}", tags=["model"], responses={409: {"model": ErrorOut}})
+def training_status(request: Request, task_id: str) -> dict[str, Any]:
+    """A training run's Celery state (PENDING, STARTED, SUCCESS with the version, FAILURE)."""
+    queue = request.app.state.queue
+    if not hasattr(queue, "training_status"):
+        raise HTTPException(status.HTTP_409_CONFLICT, "training runs on a Celery worker (set VSANDX_BROKER_URL)")
+    status_: dict[str, Any] = queue.training_status(task_id)
+    return status_
+
+
 @ops.get("/health", response_model=Health)
 def health() -> Health:
     """Liveness: the process answers."""

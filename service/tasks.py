@@ -60,6 +60,7 @@ def make_celery(s: ServiceSettings) -> Celery:
         task_soft_time_limit=max(s.task_time_limit_s - 5.0, 0.8 * s.task_time_limit_s),
         task_routes={"vsandx.diagnose": {"queue": DIAGNOSES}, "vsandx.train": {"queue": TRAINING}},
         task_default_queue=DIAGNOSES,
+        task_track_started=True,
         broker_transport_options=transport,
         result_backend_transport_options=transport,
         result_expires=24 * 3600,
@@ -189,6 +190,20 @@ class CeleryQueue:
 
     def wait(self, job_id: str, timeout: float) -> str:
         return wait_for_job(self.database, job_id, timeout, None, self.settings.poll_s)
+
+    def submit_training(self, preset: str) -> str:
+        """Send a training run to the training queue; returns its task id."""
+        return str(self.app.send_task("vsandx.train", args=[preset], queue=TRAINING).id)
+
+    def training_status(self, task_id: str) -> dict[str, Any]:
+        res = self.app.AsyncResult(task_id)
+        state = str(res.state)  # PENDING (queued or unknown), STARTED, RETRY, SUCCESS, FAILURE
+        out: dict[str, Any] = {"id": task_id, "state": state}
+        if state == "SUCCESS":
+            out["result"] = res.result
+        elif state == "FAILURE":
+            out["error"] = repr(res.result)
+        return out
 
     def reap(self) -> list[str]:
         """Re-send jobs queued longer than a lease without being claimed, or running past their lease."""

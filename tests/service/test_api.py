@@ -159,6 +159,8 @@ def test_health_readiness_metrics_and_docs(client: TestClient, bundles: list[Pat
     assert "X-API-Key" in str(spec["components"]["securitySchemes"])
     assert client.get("/docs").status_code == 200
     assert client.get("/api/v1/model").json()["version"] == f"file:{model_dir.resolve()}"
+    r = client.post("/api/v1/model/training")  # training needs a Celery worker
+    assert r.status_code == 409 and "vsandx train" in r.json()["detail"]
 
 
 def test_no_model_is_not_ready_and_refuses_uploads(tmp_path: Path, bundles: list[Path]) -> None:

@@ -78,3 +78,19 @@ def test_time_limits_stay_below_lease_and_visibility_timeout() -> None:
         check_limits(ServiceSettings(task_time_limit_s=200, lease_s=150))
     with pytest.raises(ValueError, match="visibility_timeout_s"):
         check_limits(ServiceSettings(lease_s=7200))
+
+
+def test_training_runs_go_to_their_own_queue(celery_env: dict[str, str]) -> None:
+    import redis
+
+    settings = settings_of(celery_env)
+    with TestClient(create_app(settings)) as c:
+        r = c.post("/api/v1/model/training?preset=smoke")
+        assert r.status_code == 202, r.text
+        # no worker consumes the training queue here: the message waits there, not among diagnoses
+        rd = redis.Redis.from_url(str(settings.broker_url))
+        prefix = settings.redis_key_prefix
+        assert rd.llen(f"{prefix}training") == 1 and rd.llen(f"{prefix}diagnoses") == 0
+        assert c.get(r.json()["status_url"]).json()["state"] == "PENDING"
+        assert c.post("/api/v1/model/training?preset=huge").status_code == 422
+        rd.delete(f"{prefix}training")
