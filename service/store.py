@@ -305,7 +305,9 @@ def list_diagnoses(
     if sha256:
         q = q.where(Job.sha256 == sha256)
     if fault:
-        q = q.join(Diagnosis, Job.diagnosis_id == Diagnosis.id).where(Diagnosis.faults.contains(f" {fault} "))
+        q = q.join(Diagnosis, Job.diagnosis_id == Diagnosis.id).where(
+            Diagnosis.faults.contains(f" {fault} ", autoescape=True)
+        )
     total = db.scalar(select(func.count()).select_from(q.subquery())) or 0
     jobs = db.scalars(q.order_by(Job.created_at.desc(), Job.id).limit(limit).offset(offset)).unique().all()
     return DiagnosisList(items=[to_resource(j) for j in jobs], total=total, limit=limit, offset=offset)

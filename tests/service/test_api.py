@@ -163,6 +163,20 @@ def test_health_readiness_metrics_and_docs(client: TestClient, bundles: list[Pat
     assert r.status_code == 409 and "vsandx train" in r.json()["detail"]
 
 
+def test_the_service_on_postgresql(tmp_path: Path, model_dir: Path, bundles: list[Path]) -> None:
+    from tests.service.test_store import pg_schema
+
+    with pg_schema() as url:
+        settings = service_settings(tmp_path / "var", model_dir, database_url=url)
+        app = create_app(settings)
+        with TestClient(app) as c:
+            res = _upload(c, bundles[0], "?wait=true").json()
+            assert res["status"] == "done" and res["diagnosis"]["schema"] == "vsandx.diagnosis/1"
+            assert _upload(c, bundles[0], "?wait=true").json()["diagnosis"] == res["diagnosis"]
+            assert res["faults"] and c.get(f"/api/v1/diagnoses?fault={res['faults'][0]}").json()["total"] == 2
+        app.state.database.dispose()
+
+
 def test_no_model_is_not_ready_and_refuses_uploads(tmp_path: Path, bundles: list[Path]) -> None:
     empty = tmp_path / "no-model"
     empty.mkdir()

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -45,16 +46,27 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
         yield db
         db.dispose()
         return
+    with pg_schema() as url:
+        db = Database(url)
+        yield db
+        db.dispose()
+
+
+@contextmanager
+def pg_schema() -> Iterator[str]:
+    """A URL on the real local PostgreSQL whose tables live in a fresh schema, dropped afterwards (one
+    schema per test: parallel runs never collide)."""
     require("PostgreSQL at 127.0.0.1:5432 (database test)", _pg_available(), "start it: pg_ctlcluster 15 main start")
-    schema = f"vsx_{uuid.uuid4().hex[:12]}"  # one schema per test: parallel runs never collide
+    schema = f"vsx_{uuid.uuid4().hex[:12]}"
     admin = create_engine(PG)
     with admin.begin() as c:
         c.execute(text(f"CREATE SCHEMA {schema}"))
-    db = Database(f"{PG}?options=-csearch_path%3D{schema}")
     try:
-        yield db
+        yield f"{PG}?options=-csearch_path%3D{schema}"
     finally:
-        db.dispose()
+        from service.db import database_for
+
+        database_for.cache_clear()  # no pooled connection may hold the schema
         with admin.begin() as c:
             c.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
