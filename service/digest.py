@@ -1,0 +1,132 @@
+"""A diagnosis document (interface.md) in words: the tracker comment, the email's text part and its HTML
+part all come from here, so an engineer reads the same findings wherever the report reaches them.
+
+Everything in a document is treated as data: the HTML form escapes every value, and the text form is
+free of control characters other than newlines.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from vsandx.faults import FAULTS
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def clean(text: object) -> str:
+    """A value from a document or a tracker as printable text (tabs and newlines kept)."""
+    return _CONTROL.sub(" ", str(text))
+
+
+def fault_title(fault: str) -> str:
+    return FAULTS[fault].title if fault in FAULTS else fault
+
+
+def _pct(v: object) -> str:
+    try:
+        return f"{100 * float(v):.0f} %"  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "?"
+
+
+def findings_of(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    found = doc.get("findings") or []
+    return [f for f in found if isinstance(f, Mapping)]
+
+
+def headline(doc: Mapping[str, Any]) -> str:
+    """One line: how many faults, and the most confident one."""
+    found = findings_of(doc)
+    hosts = len((doc.get("bundle") or {}).get("hosts") or [])
+    where = f" across {hosts} host{'s' if hosts != 1 else ''}" if hosts else ""
+    if not found:
+        return f"No fault found{where}: every component looks healthy."
+    top = found[0]
+    more = f" (+{len(found) - 1} more)" if len(found) > 1 else ""
+    return clean(f"{fault_title(str(top.get('fault')))} on {top.get('component')}{more}{where}")
+
+
+def _verdict_counts(doc: Mapping[str, Any]) -> str:
+    comps = [c for c in doc.get("components") or [] if isinstance(c, Mapping)]
+    faulty = sum(1 for c in comps if c.get("verdict") not in (None, "none"))
+    return f"{len(comps)} component{'s' if len(comps) != 1 else ''} checked, {faulty} at fault."
+
+
+def text_report(doc: Mapping[str, Any], url: str | None, chart_note: str | None = None) -> str:
+    """Plain text (a tracker comment, the email's text part)."""
+    bundle = doc.get("bundle") or {}
+    model = doc.get("model") or {}
+    lines = [f"vsandx diagnosis: {headline(doc)}", ""]
+    if bundle.get("start"):
+        lines.append(f"Window: {bundle.get('start')} to {bundle.get('end')} (UTC)")
+    lines.append(_verdict_counts(doc))
+    for k, f in enumerate(findings_of(doc), 1):
+        fault = str(f.get("fault"))
+        lines += ["", f"{k}. {fault_title(fault)} [{fault}]", f"   Component: {f.get('component')}",
+                  f"   Confidence: {_pct(f.get('confidence'))}"]  # fmt: skip
+        if f.get("summary"):
+            lines.append(f"   {f.get('summary')}")
+        evidence = [e for e in f.get("evidence") or [] if e]
+        if evidence:
+            lines.append("   Evidence:")
+            lines += [f"   - {e}" for e in evidence]
+        if f.get("recommendation"):
+            lines.append(f"   What to do: {f.get('recommendation')}")
+    if chart_note:
+        lines += ["", chart_note]
+    if url:
+        lines += ["", f"Full diagnosis with charts: {url}"]
+    if model.get("name"):
+        lines += ["", f"Model: {model.get('name')} {model.get('version', '')}".rstrip()]
+    return "\n".join(clean(line).rstrip() for line in lines) + "\n"
+
+
+def _li(items: Sequence[object]) -> str:
+    return "<ul>" + "".join(f"<li>{html.escape(clean(e))}</li>" for e in items) + "</ul>"
+
+
+def html_report(doc: Mapping[str, Any], url: str | None, chart_cid: str | None = None,
+                chart_title: str = "") -> str:  # fmt: skip
+    """A self-contained HTML page (inline styles only: mail clients drop stylesheets). `chart_cid`
+    (without angle brackets) names the inline image of the key chart, placed after the first finding."""
+    e = html.escape
+    bundle = doc.get("bundle") or {}
+    model = doc.get("model") or {}
+    out = [
+        '<!DOCTYPE html><html><body style="font-family:Arial,sans-serif;color:#222;max-width:760px">',
+        '<h2 style="margin-bottom:4px">vsandx diagnosis</h2>',
+        f'<p style="font-size:15px"><b>{e(headline(doc))}</b></p>',
+    ]
+    meta = [_verdict_counts(doc)]
+    if bundle.get("start"):
+        meta.insert(0, f"Window: {bundle.get('start')} to {bundle.get('end')} (UTC).")
+    out.append(f'<p style="color:#555">{e(clean(" ".join(meta)))}</p>')
+    for k, f in enumerate(findings_of(doc)):
+        fault = str(f.get("fault"))
+        out.append('<div style="border-left:4px solid #c0392b;padding:4px 12px;margin:12px 0">')
+        out.append(f'<h3 style="margin:4px 0">{e(clean(fault_title(fault)))} <span style="color:#888;'
+                   f'font-weight:normal">[{e(clean(fault))}]</span></h3>')  # fmt: skip
+        out.append(f"<p><b>Component:</b> <code>{e(clean(f.get('component')))}</code> &middot; "
+                   f"<b>Confidence:</b> {e(_pct(f.get('confidence')))}</p>")  # fmt: skip
+        if f.get("summary"):
+            out.append(f"<p>{e(clean(f.get('summary')))}</p>")
+        evidence = [x for x in f.get("evidence") or [] if x]
+        if evidence:
+            out.append("<p><b>Evidence</b></p>" + _li(evidence))
+        if f.get("recommendation"):
+            out.append(f"<p><b>What to do:</b> {e(clean(f.get('recommendation')))}</p>")
+        if k == 0 and chart_cid:
+            out.append(f'<p><img src="cid:{e(chart_cid)}" alt="{e(clean(chart_title or "key chart"))}" '
+                       'style="max-width:100%"></p>')  # fmt: skip
+        out.append("</div>")
+    if url:
+        out.append(f'<p><a href="{e(url)}">Open the full diagnosis with every chart</a></p>')
+    if model.get("name"):
+        out.append(f'<p style="color:#888;font-size:12px">Model: {e(clean(model.get("name")))} '
+                   f'{e(clean(model.get("version", "")))}</p>')  # fmt: skip
+    out.append("</body></html>")
+    return "\n".join(out)
