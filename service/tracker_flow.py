@@ -1,0 +1,169 @@
+"""The work a webhook delivery starts, once admitted (service.trackers.admit): re-read the bug or issue,
+decide relevance, download its bundles (size-checked first), diagnose each, comment back once and email
+the reporter and the team once per diagnosis. Runs in a worker, never in the webhook request.
+
+The caller supplies `diagnose(file_name, bundle_bytes) -> (diagnosis_id, document)`: the service
+stores the bundle and runs (or reuses) its diagnosis; tests pass a Predictor. A bundle that cannot be
+read raises `BundleError` or `ValueError` there and is reported, not retried. The comment and each
+email are recorded in a `SentLog` (keys `comment:…` and Message-IDs), so repeating the whole task
+after a crash posts and sends nothing twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from pipeline.errors import BundleError
+from service.bugzilla import BugEvent, BugzillaClient, pick_bundles
+from service.bugzilla import is_relevant as bug_relevant
+from service.digest import text_report
+from service.github import GitHubClient, IssueEvent, bundle_links
+from service.github import is_relevant as issue_relevant
+from service.notify import MailError, NotifySettings, SendResult, SentLog, diagnosis_url, key_chart_png, send_report
+from service.trackers import TooLarge, TrackerHTTPError, TrackerSettings
+
+log = logging.getLogger(__name__)
+Diagnose = Callable[[str, bytes], tuple[str, Mapping[str, Any]]]
+ChartOf = Callable[[bytes, Mapping[str, Any]], tuple[bytes, str] | None]
+
+
+@dataclass
+class Report:
+    name: str  # the attachment's file name
+    diagnosis_id: str
+    doc: Mapping[str, Any]
+
+
+@dataclass
+class Outcome:
+    subject: str
+    relevant: bool
+    reason: str
+    reports: list[Report] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # bundles not taken, and why
+    comment_id: int | None = None  # None: not posted now (nothing to say, or posted before)
+    mails: list[SendResult] = field(default_factory=list)
+    mail_errors: list[str] = field(default_factory=list)
+
+
+def bundle_chart(data: bytes, doc: Mapping[str, Any]) -> tuple[bytes, str] | None:
+    """The key chart drawn from the bundle's bytes (parsed again: the worker holds no parsed copy)."""
+    from pipeline.api import load_bundle
+
+    try:
+        return key_chart_png(load_bundle(data), doc)
+    except BundleError:
+        return None
+
+
+def comment_text(reports: list[Report], refused: list[str], public_url: str) -> str:
+    """The tracker comment: one section per diagnosed bundle, then what was not taken."""
+    parts = []
+    for r in reports:
+        body = text_report(r.doc, diagnosis_url(public_url, r.diagnosis_id))
+        parts.append(f"Bundle {r.name}\n{body}" if len(reports) > 1 or r.name else body)
+    if refused:
+        parts.append("Not diagnosed:\n" + "\n".join(f"- {x}" for x in refused))
+    return "\n\n".join(parts).strip() + "\n"
+
+
+def _comment_key(subject: str, reports: list[Report], refused: list[str]) -> str:
+    what = "\0".join(sorted(r.diagnosis_id for r in reports) + sorted(refused))
+    return f"comment:{subject}:{hashlib.sha256(what.encode()).hexdigest()[:32]}"
+
+
+def _run(name: str, data: bytes, diagnose: Diagnose, out: Outcome, blobs: dict[str, bytes]) -> None:
+    try:
+        did, doc = diagnose(name, data)
+    except (BundleError, ValueError) as e:
+        out.refused.append(f"{name}: cannot be read as a bundle ({e})")
+        return
+    out.reports.append(Report(name, did, doc))
+    blobs[did] = data
+
+
+def _finish(out: Outcome, post: Callable[[str], int], reporter: str | None, context: str, *,
+            notify: NotifySettings, sent_log: SentLog, chart: ChartOf, blobs: dict[str, bytes]) -> Outcome:  # fmt: skip
+    if not out.reports and not out.refused:
+        return out
+    key = _comment_key(out.subject, out.reports, out.refused)
+    if not sent_log.was_sent(key):
+        out.comment_id = post(comment_text(out.reports, out.refused, notify.public_url))
+        sent_log.mark_sent(key)
+    if not notify.smtp_host:
+        return out
+    for r in out.reports:
+        png = chart(blobs[r.diagnosis_id], r.doc) if r.doc.get("findings") else None
+        try:
+            out.mails.append(send_report(r.doc, diagnosis_id=r.diagnosis_id, reporter=reporter, settings=notify,
+                                         sent_log=sent_log, chart_png=png[0] if png else None,
+                                         chart_title=png[1] if png else "", context=context,
+                                         purpose=out.subject))  # fmt: skip
+        except MailError as e:
+            if e.transient:
+                raise  # the task retries; the comment and mails already sent are recorded
+            out.mail_errors.append(str(e))
+    return out
+
+
+def handle_bugzilla(
+    event: BugEvent, *, trackers: TrackerSettings, notify: NotifySettings, diagnose: Diagnose,
+    sent_log: SentLog, chart: ChartOf = bundle_chart, transport: httpx.BaseTransport | None = None,
+) -> Outcome:  # fmt: skip
+    """Everything after admission for one Bugzilla delivery. Raises TrackerHTTPError / MailError
+    (see `.transient`) for the task's retry policy."""
+    with BugzillaClient(trackers, transport) as bz:
+        bug = bz.get_bug(event.bug_id)
+        relevant, why = bug_relevant(bug, trackers)
+        out = Outcome(f"bugzilla:{bug.id}", relevant, why)
+        if not relevant:
+            return out
+        picked = pick_bundles(bz.attachments(bug.id), trackers)
+        out.refused += picked.refused
+        blobs: dict[str, bytes] = {}
+        for a in picked.bundles:
+            try:
+                data = bz.download(a)
+            except (TooLarge, TrackerHTTPError) as e:
+                if getattr(e, "transient", False):
+                    raise
+                out.refused.append(str(e))
+                continue
+            _run(a.file_name, data, diagnose, out, blobs)
+        return _finish(out, lambda text: bz.comment(bug.id, text), bug.reporter, f"Bug {bug.id}: {bug.summary}",
+                       notify=notify, sent_log=sent_log, chart=chart, blobs=blobs)  # fmt: skip
+
+
+def handle_github(
+    event: IssueEvent, *, trackers: TrackerSettings, notify: NotifySettings, diagnose: Diagnose,
+    sent_log: SentLog, chart: ChartOf = bundle_chart, transport: httpx.BaseTransport | None = None,
+) -> Outcome:  # fmt: skip
+    """Everything after admission for one GitHub delivery. GitHub does not give the reporter's email:
+    the report goes to the team list only."""
+    relevant, why = issue_relevant(event, trackers)
+    out = Outcome(f"github:{event.repo}#{event.number}", relevant, why)
+    if not relevant:
+        return out
+    links = bundle_links(event.body, trackers)
+    for extra in links[trackers.tracker_max_attachments :]:
+        out.refused.append(f"{extra.name}: more than {trackers.tracker_max_attachments} bundles on one issue")
+    blobs: dict[str, bytes] = {}
+    with GitHubClient(trackers, transport) as gh:
+        for link in links[: trackers.tracker_max_attachments]:
+            try:
+                data = gh.download(link)
+            except (TooLarge, TrackerHTTPError) as e:
+                if getattr(e, "transient", False):
+                    raise  # the task retries; a refused link (host, size, 404) is reported instead
+                out.refused.append(str(e))
+                continue
+            _run(link.name, data, diagnose, out, blobs)
+        return _finish(out, lambda text: gh.comment(event.repo, event.number, text), None,
+                       f"{event.repo}#{event.number}: {event.title}", notify=notify, sent_log=sent_log,
+                       chart=chart, blobs=blobs)  # fmt: skip

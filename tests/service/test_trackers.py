@@ -1,0 +1,291 @@
+"""Bug-tracker integration against a local server speaking the Bugzilla REST and GitHub shapes: webhook
+authentication, relevance, size checks before any download, comments, replays and stale deliveries;
+the Bugzilla flow also emails the report through a real local SMTP server."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service import bugzilla, github
+from service.notify import MemorySentLog, NotifySettings
+from service.predictor import Predictor
+from service.tracker_flow import Diagnose, handle_bugzilla, handle_github
+from service.trackers import (
+    Admission,
+    BadPayload,
+    Delivery,
+    MemoryLedger,
+    TrackerHTTPError,
+    TrackerSettings,
+    Unauthorized,
+    admit,
+    is_bundle,
+)  # fmt: skip
+from tests.service.fakes import BzAttachment, FakeTracker, SmtpServer
+from tests.service.kit import bundles, model_dir  # noqa: F401 (fixtures)
+
+SECRET, GH_SECRET, LIMIT = "hook-secret", "gh-secret", 3_000_000
+
+
+def tsettings(url: str = "http://127.0.0.1:9", **kw: Any) -> TrackerSettings:
+    base: dict[str, Any] = dict(bugzilla_url=url, bugzilla_api_key="bz-key", bugzilla_webhook_secret=SECRET,
+                                github_api_url=url, github_token="gh-token", github_webhook_secret=GH_SECRET,
+                                github_download_hosts=["127.0.0.1"], tracker_max_attachment_bytes=LIMIT,
+                                tracker_timeout_s=10)  # fmt: skip
+    return TrackerSettings(_env_file=None, **{**base, **kw})  # type: ignore[call-arg]
+
+
+def bz_body(bug_id: int = 101, action: str = "create", when: datetime | None = None, change_set: str = "9.1.2",
+            changes: list[dict[str, str]] | None = None) -> bytes:  # fmt: skip
+    t = (when or datetime.now(UTC)).strftime("%Y-%m-%dT%H:%M:%S")
+    return json.dumps({
+        "webhook_name": "vsandx", "webhook_id": 3,
+        "event": {"action": action, "target": "bug", "routing_key": f"bug.{action}", "change_set": change_set,
+                  "time": t, "user": {"id": 5, "login": "rep@bugs.example"}, "changes": changes or []},
+        "bug": {"id": bug_id, "product": "vSAN", "component": "Performance", "summary": "slow", "keywords": []},
+    }).encode()  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def diagnose(model_dir: Path) -> Diagnose:  # noqa: F811
+    p = Predictor.load(str(model_dir))
+
+    def run(name: str, data: bytes) -> tuple[str, dict[str, Any]]:
+        doc = p.diagnose(data, name=name)
+        return "d-" + doc["bundle"]["sha256"][:12], doc
+
+    return run
+
+
+def test_bugzilla_webhook_secret_and_payload() -> None:
+    s = tsettings()
+    body = bz_body(changes=[{"field": "keywords", "added": "vsan-perf", "removed": ""}])
+    with pytest.raises(Unauthorized, match="missing X-Vsandx-Webhook-Secret"):
+        bugzilla.receive(body, {}, s)
+    with pytest.raises(Unauthorized, match="wrong secret"):
+        bugzilla.receive(body, {"X-Vsandx-Webhook-Secret": SECRET + "x"}, s)
+    with pytest.raises(Unauthorized, match="not set"):
+        bugzilla.receive(body, {"X-Vsandx-Webhook-Secret": SECRET}, tsettings(bugzilla_webhook_secret=None))
+    ev = bugzilla.receive(body, {"x-vsandx-webhook-secret": f" {SECRET} "}, s)
+    assert (ev.bug_id, ev.action, ev.change_set, ev.user, ev.webhook) == (101, "create", "9.1.2", "rep@bugs.example",
+                                                                         "vsandx")  # fmt: skip
+    assert ev.time.tzinfo is not None and ev.changed == {"keywords"} and ev.routing_key == "bug.create"
+    for bad in (b"not json", b"{}", json.dumps({"event": {"action": "create", "time": "x"}, "bug": {"id": 1}}).encode(),
+                json.dumps({"event": {"action": "create"}, "bug": {"id": 0}}).encode()):  # fmt: skip
+        with pytest.raises(BadPayload):
+            bugzilla.parse_event(bad)
+
+
+def test_replays_and_stale_deliveries() -> None:
+    now = datetime.now(UTC)
+    ledger, max_age = MemoryLedger(), 3600.0
+
+    def d(body: bytes) -> Delivery:
+        return bugzilla.parse_event(body).delivery
+
+    first = d(bz_body(when=now - timedelta(minutes=5), change_set="1"))
+    assert admit(first, ledger, max_age, now) is Admission.ACCEPT
+    assert admit(d(bz_body(when=now - timedelta(minutes=5), change_set="1")), ledger, max_age, now) is Admission.REPLAY
+    # an older change of the same bug arriving late, and a too-old one
+    assert admit(d(bz_body(when=now - timedelta(minutes=9), change_set="0")), ledger, max_age, now) is Admission.STALE
+    assert admit(d(bz_body(bug_id=7, when=now - timedelta(hours=2))), ledger, max_age, now) is Admission.STALE
+    # same second, another change set: a distinct change; another bug is independent of bug 101's history
+    assert admit(d(bz_body(when=now - timedelta(minutes=5), change_set="2")), ledger, max_age, now) is Admission.ACCEPT
+    assert admit(d(bz_body(bug_id=8, when=now - timedelta(minutes=30))), ledger, max_age, now) is Admission.ACCEPT
+    assert first.subject == "bugzilla:101" and len(first.key) <= 80
+    s = tsettings()
+    assert bugzilla.wanted(bugzilla.parse_event(bz_body()), s)
+    assert not bugzilla.wanted(bugzilla.parse_event(bz_body(action="comment")), s)
+    assert not bugzilla.wanted(bugzilla.parse_event(bz_body(action="modify", changes=[{"field": "status"}])), s)
+    assert bugzilla.wanted(bugzilla.parse_event(bz_body(action="modify", changes=[{"field": "component"}])), s)
+
+
+def bug(
+    bug_id: int, product: str = "vSAN", component: str = "Performance", keywords: tuple[str, ...] = ()
+) -> bugzilla.Bug:
+    return bugzilla.Bug(bug_id, product, component, "s", keywords, None, "NEW", None)
+
+
+def test_bugzilla_relevance_rules() -> None:
+    s = tsettings()
+    assert bugzilla.is_relevant(bug(1), s)[0]
+    assert not bugzilla.is_relevant(bug(1, product="Firefox"), s)[0]
+    assert not bugzilla.is_relevant(bug(1, component="Install"), s)[0]
+    ok, why = bugzilla.is_relevant(bug(1, component="Install", keywords=("VSAN-PERF",)), s)
+    assert ok and "vsan-perf" in why
+    assert bugzilla.is_relevant(bug(1, product="x", component="y"), tsettings(bugzilla_products=[],
+                                bugzilla_components=[], bugzilla_keywords=[]))[0]  # fmt: skip
+    assert tsettings(bugzilla_products="vSAN, ESXi").bugzilla_products == ["vSAN", "ESXi"]
+    assert is_bundle("x.TGZ", None) and is_bundle("blob", "application/gzip") and not is_bundle("a.txt", "text/plain")
+
+
+def fill_bugzilla(t: FakeTracker, bundle: Path) -> None:
+    t.bugs[101] = {"id": 101, "product": "vSAN", "component": "Performance", "keywords": [],
+                   "summary": "VMs slow\r\nBcc: x@evil.example", "creator": "rep@bugs.example", "status": "NEW",
+                   "last_change_time": "2026-11-22T08:00:00Z"}  # fmt: skip
+    t.bugs[102] = {**t.bugs[101], "id": 102, "product": "Firefox", "component": "General"}
+    t.attachments[101] = [
+        BzAttachment(1, bundle.name, "application/gzip", bundle.read_bytes()),
+        BzAttachment(2, "huge.tgz", "application/x-compressed-tar", b"x" * 100, size=LIMIT + 1),
+        BzAttachment(3, "old.tgz", "application/gzip", b"x", is_obsolete=True),
+        BzAttachment(4, "notes.txt", "text/plain", b"hello"),
+    ]
+    t.attachments[102] = [BzAttachment(5, bundle.name, "application/gzip", b"x")]
+
+
+def test_bugzilla_flow_comment_and_email_once(bundles: list[Path], diagnose: Diagnose) -> None:  # noqa: F811
+    event = bugzilla.parse_event(bz_body())
+    log = MemorySentLog()
+    with FakeTracker() as t, SmtpServer() as smtp:
+        fill_bugzilla(t, bundles[0])
+        notify = NotifySettings(_env_file=None, smtp_host="127.0.0.1", smtp_port=smtp.port, smtp_starttls=False,  # type: ignore[call-arg]
+                                mail_from="vsandx@diag.example", team_emails=["team@perf.example"],
+                                public_url="https://vsandx.example")  # fmt: skip
+        out = handle_bugzilla(event, trackers=tsettings(t.url), notify=notify, diagnose=diagnose, sent_log=log)
+        assert out.relevant and [r.name for r in out.reports] == [bundles[0].name]
+        assert any("huge.tgz" in r and "over the" in r for r in out.refused)
+        gets = t.paths("GET")
+        assert "/rest/bug/attachment/1?include_fields=id%2Cdata" in gets
+        assert not any(p.startswith(("/rest/bug/attachment/2", "/rest/bug/attachment/3", "/rest/bug/attachment/4"))
+                       for p in gets)  # fmt: skip
+        meta = next(i for i, p in enumerate(gets) if p.startswith("/rest/bug/101/attachment"))
+        assert meta < gets.index("/rest/bug/attachment/1?include_fields=id%2Cdata")
+        assert all(h.get("x-bugzilla-api-key") == "bz-key" for _, p, h in t.requests if p.startswith("/rest/"))
+        ((bug_id, text),) = t.comments
+        report = out.reports[0]
+        assert bug_id == "101" and f"https://vsandx.example/diagnoses/{report.diagnosis_id}" in text
+        assert "huge.tgz" in text and "Not diagnosed" in text
+        for f in report.doc["findings"]:
+            assert f["component"] in text and f["recommendation"] in text
+        (mail,) = smtp.received
+        assert mail.rcpt_tos == ["rep@bugs.example", "team@perf.example"]
+        msg = mail.message
+        assert msg["Bcc"] is None and "Bug 101: VMs slow" in msg["Subject"]
+        if report.doc["findings"]:
+            assert any(p.get_content_type() == "image/png" for p in msg.walk())
+        # the task runs again (a retry, a replayed delivery that got past the ledger): nothing new goes out
+        again = handle_bugzilla(event, trackers=tsettings(t.url), notify=notify, diagnose=diagnose, sent_log=log)
+        assert again.comment_id is None and [m.sent for m in again.mails] == [False]
+        assert len(t.comments) == 1 and len(smtp.received) == 1
+
+
+def test_non_vsan_bug_is_left_alone(diagnose: Diagnose) -> None:
+    with FakeTracker() as t:
+        t.bugs[102] = {"id": 102, "product": "Firefox", "component": "General", "summary": "s", "keywords": [],
+                       "creator": "a@b.example", "status": "NEW"}  # fmt: skip
+        out = handle_bugzilla(bugzilla.parse_event(bz_body(bug_id=102)), trackers=tsettings(t.url),
+                              notify=NotifySettings(_env_file=None), diagnose=diagnose, sent_log=MemorySentLog())  # type: ignore[call-arg]  # fmt: skip
+        assert not out.relevant and "Firefox" in out.reason
+        assert t.paths() == ["/rest/bug/102?include_fields=" + bugzilla.BUG_FIELDS.replace(",", "%2C")]
+        assert t.comments == []
+
+
+def test_bugzilla_rest_errors() -> None:
+    with FakeTracker() as t:
+        t.bugs[5] = {"id": 5, "product": "vSAN", "component": "Performance"}
+        t.attachments[5] = [BzAttachment(9, "b.tgz", "application/gzip", b"y" * 500, size=10)]
+        with bugzilla.BugzillaClient(tsettings(t.url, bugzilla_api_key="wrong")) as bz, \
+                pytest.raises(TrackerHTTPError, match="401") as e:  # fmt: skip
+            bz.get_bug(5)
+        assert not e.value.transient
+        with bugzilla.BugzillaClient(tsettings(t.url)) as bz:
+            with pytest.raises(TrackerHTTPError, match="404"):
+                bz.get_bug(6)
+            (a,) = bz.attachments(5)
+            with pytest.raises(TrackerHTTPError, match="500 bytes where the metadata said 10"):
+                bz.download(a)
+
+
+def gh_headers(body: bytes, event: str = "issues", secret: str = GH_SECRET, delivery: str = "d-1") -> dict[str, str]:
+    sig = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return {"X-Hub-Signature-256": sig, "X-GitHub-Event": event, "X-GitHub-Delivery": delivery}
+
+
+def gh_body(action: str = "opened", labels: tuple[str, ...] = ("vsan-performance",), title: str = "Slow",
+            body: str = "", label: str | None = None, when: datetime | None = None) -> bytes:  # fmt: skip
+    issue = {"number": 5, "title": title, "body": body, "labels": [{"name": x} for x in labels],
+             "user": {"login": "octo"}, "updated_at": (when or datetime.now(UTC)).isoformat().replace("+00:00", "Z"),
+             "html_url": "https://github.com/o/r/issues/5"}  # fmt: skip
+    payload: dict[str, Any] = {"action": action, "issue": issue, "repository": {"full_name": "o/r"}}
+    if label:
+        payload["label"] = {"name": label}
+    return json.dumps(payload).encode()
+
+
+def test_github_signature() -> None:
+    s, body = tsettings(), gh_body()
+    ev = github.receive(body, gh_headers(body), s)
+    assert ev is not None and (ev.repo, ev.number, ev.user, ev.labels) == ("o/r", 5, "octo", ("vsan-performance",))
+    assert ev.delivery.key == "github:d-1" and ev.delivery.subject == "github:o/r#5"
+    with pytest.raises(Unauthorized, match="does not match"):
+        github.receive(body + b" ", gh_headers(body), s)
+    with pytest.raises(Unauthorized, match="does not match"):
+        github.receive(body, gh_headers(body, secret="other"), s)
+    with pytest.raises(Unauthorized, match="missing"):
+        github.receive(body, {"X-GitHub-Event": "issues"}, s)
+    with pytest.raises(Unauthorized, match="not set"):
+        github.receive(body, gh_headers(body), tsettings(github_webhook_secret=None))
+    ping = b'{"zen": "Keep it simple."}'
+    assert github.receive(ping, gh_headers(ping, event="ping"), s) is None
+    with pytest.raises(BadPayload):
+        github.receive(b"[]", gh_headers(b"[]"), s)
+    with pytest.raises(BadPayload, match="X-GitHub-Delivery"):
+        github.receive(body, {**gh_headers(body), "X-GitHub-Delivery": "a\r\nb"}, s)
+
+
+def test_github_relevance_and_links() -> None:
+    s = tsettings()
+
+    def ev(**kw: Any) -> github.IssueEvent:
+        body = gh_body(**kw)
+        e = github.parse_event(body, gh_headers(body))
+        assert e is not None
+        return e
+
+    assert github.is_relevant(ev(), s)[0]
+    assert github.is_relevant(ev(action="labeled", label="vsan-performance"), s)[0]
+    assert not github.is_relevant(ev(action="labeled", label="docs"), s)[0]
+    assert not github.is_relevant(ev(action="closed"), s)[0]
+    assert not github.is_relevant(ev(labels=()), s)[0]
+    assert github.is_relevant(ev(labels=(), title="vSAN latency spikes on cluster B"), s)[0]
+    text = ("see [vc-export.zip](https://github.com/o/r/files/1/vc-export.zip) and "
+            "https://objects.githubusercontent.com/x/esx-01.tgz, [log](https://github.com/u/a/files/2/notes.txt) "
+            "[evil.tgz](https://evil.example/evil.tgz) https://github.com/o/r/files/1/vc-export.zip")  # fmt: skip
+    links = github.bundle_links(text, tsettings(github_download_hosts=["github.com", "objects.githubusercontent.com"]))
+    assert [(x.name, x.url) for x in links] == [
+        ("vc-export.zip", "https://github.com/o/r/files/1/vc-export.zip"),
+        ("esx-01.tgz", "https://objects.githubusercontent.com/x/esx-01.tgz"),
+    ]
+
+
+def test_github_flow(bundles: list[Path], diagnose: Diagnose) -> None:  # noqa: F811
+    with FakeTracker() as t:
+        t.files["lab.tgz"] = bundles[0].read_bytes()
+        t.files["big.tgz"] = b"z" * (LIMIT + 1)
+        out_of_list = f"http://localhost:{t.port}/files/lab.tgz"
+        body = (f"Bundle: [lab.tgz]({t.url}/redirect//files/lab.tgz)\nbig one {t.url}/files/big.tgz\n"
+                f"gone {t.url}/files/gone.tgz\nsneaky [x.tgz]({t.url}/redirect/{out_of_list})\n"
+                f"elsewhere {out_of_list}")  # fmt: skip
+        event = github.parse_event(b := gh_body(body=body), gh_headers(b))
+        assert event is not None
+        log = MemorySentLog()
+        notify = NotifySettings(_env_file=None, public_url="https://vsandx.example")  # type: ignore[call-arg]
+        out = handle_github(event, trackers=tsettings(t.url), notify=notify, diagnose=diagnose, sent_log=log)
+        assert [r.name for r in out.reports] == ["lab.tgz"]
+        assert len(out.refused) == 3 and not any(h["host"].startswith("localhost") for _, _, h in t.requests)
+        reqs = [(m, p) for m, p, _ in t.requests]
+        assert ("GET", "/files/big.tgz") not in reqs and ("HEAD", "/files/big.tgz") in reqs
+        assert reqs.index(("HEAD", "/files/lab.tgz")) < reqs.index(("GET", "/files/lab.tgz"))
+        assert all("authorization" not in h for _, p, h in t.requests if not p.startswith("/repos/"))
+        ((where, text),) = t.comments
+        assert where == "o/r#5" and f"https://vsandx.example/diagnoses/{out.reports[0].diagnosis_id}" in text
+        assert "big.tgz" in text and "VSANDX_GITHUB_DOWNLOAD_HOSTS" in text
+        handle_github(event, trackers=tsettings(t.url), notify=notify, diagnose=diagnose, sent_log=log)
+        assert len(t.comments) == 1
