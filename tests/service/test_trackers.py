@@ -289,3 +289,34 @@ def test_github_flow(bundles: list[Path], diagnose: Diagnose) -> None:  # noqa: 
         assert "big.tgz" in text and "VSANDX_GITHUB_DOWNLOAD_HOSTS" in text
         handle_github(event, trackers=tsettings(t.url), notify=notify, diagnose=diagnose, sent_log=log)
         assert len(t.comments) == 1
+
+
+def test_sql_ledgers(tmp_path: Path) -> None:
+    from sqlalchemy import Column, DateTime, MetaData, String, Table, create_engine
+    from sqlalchemy.orm import sessionmaker
+
+    from service.ledgers import SqlDeliveryLedger, SqlSentLog
+
+    md = MetaData()
+    when = DateTime(timezone=True)
+    deliveries = Table("webhook_deliveries", md, Column("key", String(80), primary_key=True),
+                       Column("source", String(16)), Column("subject", String(255), index=True),
+                       Column("event_time", when), Column("received_at", when))  # fmt: skip
+    sent = Table("sent_messages", md, Column("key", String(255), primary_key=True),
+                 Column("sent_at", DateTime(timezone=True)))  # fmt: skip
+    engine = create_engine(f"sqlite:///{tmp_path / 'l.db'}")
+    md.create_all(engine)
+    sessions = sessionmaker(engine)
+    ledger, other_worker = SqlDeliveryLedger(sessions, deliveries), SqlDeliveryLedger(sessions, deliveries)
+    now = datetime.now(UTC)
+    d1 = bugzilla.parse_event(bz_body(when=now - timedelta(minutes=1), change_set="a")).delivery
+    assert admit(d1, ledger, 3600, now) is Admission.ACCEPT
+    assert admit(d1, other_worker, 3600, now) is Admission.REPLAY and not other_worker.claim(d1)
+    assert ledger.newest("bugzilla:101") == d1.time and ledger.newest("bugzilla:7") is None
+    late = bugzilla.parse_event(bz_body(when=now - timedelta(minutes=2), change_set="b")).delivery
+    assert admit(late, other_worker, 3600, now) is Admission.STALE
+    log = SqlSentLog(sessions, sent)
+    assert not log.was_sent("<m@x>")
+    log.mark_sent("<m@x>")
+    log.mark_sent("<m@x>")
+    assert SqlSentLog(sessions, sent).was_sent("<m@x>")
