@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from service import bugzilla, github
+from service import bugzilla, github, webhooks
 from service.notify import MemorySentLog, NotifySettings
 from service.predictor import Predictor
-from service.tracker_flow import Diagnose, handle_bugzilla, handle_github
+from service.tracker_flow import Diagnose, handle_bugzilla
 from service.trackers import (
     Admission,
     BadPayload,
@@ -273,11 +273,16 @@ def test_github_flow(bundles: list[Path], diagnose: Diagnose) -> None:  # noqa: 
         body = (f"Bundle: [lab.tgz]({t.url}/redirect//files/lab.tgz)\nbig one {t.url}/files/big.tgz\n"
                 f"gone {t.url}/files/gone.tgz\nsneaky [x.tgz]({t.url}/redirect/{out_of_list})\n"
                 f"elsewhere {out_of_list}")  # fmt: skip
-        event = github.parse_event(b := gh_body(body=body), gh_headers(b))
-        assert event is not None
+        raw = gh_body(body=body)
+        s, ledger = tsettings(t.url), MemoryLedger()
+        answer = webhooks.accept("github", raw, gh_headers(raw, delivery="abc-1"), s, ledger)
+        assert answer.status == 200 and answer.payload["status"] == "queued" and answer.job is not None
+        job = json.loads(json.dumps(answer.job))  # what a task queue carries
+        replay = webhooks.accept("github", raw, gh_headers(raw, delivery="abc-1"), s, ledger)
+        assert (replay.status, replay.payload["status"], replay.job) == (200, "replay", None)
         log = MemorySentLog()
         notify = NotifySettings(_env_file=None, public_url="https://vsandx.example")  # type: ignore[call-arg]
-        out = handle_github(event, trackers=tsettings(t.url), notify=notify, diagnose=diagnose, sent_log=log)
+        out = webhooks.run(job, trackers=s, notify=notify, diagnose=diagnose, sent_log=log)
         assert [r.name for r in out.reports] == ["lab.tgz"]
         assert len(out.refused) == 3 and not any(h["host"].startswith("localhost") for _, _, h in t.requests)
         reqs = [(m, p) for m, p, _ in t.requests]
@@ -287,7 +292,7 @@ def test_github_flow(bundles: list[Path], diagnose: Diagnose) -> None:  # noqa: 
         ((where, text),) = t.comments
         assert where == "o/r#5" and f"https://vsandx.example/diagnoses/{out.reports[0].diagnosis_id}" in text
         assert "big.tgz" in text and "VSANDX_GITHUB_DOWNLOAD_HOSTS" in text
-        handle_github(event, trackers=tsettings(t.url), notify=notify, diagnose=diagnose, sent_log=log)
+        webhooks.run(job, trackers=s, notify=notify, diagnose=diagnose, sent_log=log)
         assert len(t.comments) == 1
 
 
@@ -320,3 +325,28 @@ def test_sql_ledgers(tmp_path: Path) -> None:
     log.mark_sent("<m@x>")
     log.mark_sent("<m@x>")
     assert SqlSentLog(sessions, sent).was_sent("<m@x>")
+
+
+def test_webhook_answers() -> None:
+    s, ledger = tsettings(), MemoryLedger()
+    body, ok = bz_body(), {"X-Vsandx-Webhook-Secret": SECRET}
+
+    def answer(b: bytes, h: dict[str, str], settings: TrackerSettings = s, source: str = "bugzilla") -> webhooks.Answer:
+        return webhooks.accept(source, b, h, settings, ledger)  # type: ignore[arg-type]
+
+    assert answer(body, {}).status == 401 and answer(body, {"X-Vsandx-Webhook-Secret": "no"}).job is None
+    assert answer(b"{", ok).status == 400
+    assert answer(b" " * (webhooks.WEBHOOK_MAX_BODY + 1), ok).status == 413
+    assert answer(body, ok, tsettings(bugzilla_url=None)).status == 503
+    first = answer(body, ok)
+    assert first.status == 200 and first.job == {"source": "bugzilla", "body": body.decode(), "headers": {}}
+    assert answer(body, ok).payload["status"] == "replay"
+    assert answer(bz_body(action="comment", change_set="z"), ok).payload["status"] == "ignored"
+    old = bz_body(when=datetime.now(UTC) - timedelta(days=30), change_set="y")
+    assert (answer(old, ok).payload["status"], answer(old, ok).job) == ("stale", None)
+    ping = b"{}"
+    assert answer(ping, gh_headers(ping, event="ping"), source="github").payload["status"] == "ignored"
+    gh = gh_body()
+    assert answer(gh, gh_headers(gh, secret="x"), source="github").status == 401
+    queued = answer(gh, gh_headers(gh, delivery="g-9"), source="github")
+    assert queued.job is not None and queued.job["headers"] == {"X-GitHub-Event": "issues", "X-GitHub-Delivery": "g-9"}
