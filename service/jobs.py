@@ -18,7 +18,6 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
 
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
@@ -26,6 +25,7 @@ from sqlalchemy.orm import Session
 from pipeline.errors import BundleError
 from service import store
 from service.db import Database
+from service.doorbell import Doorbell
 from service.serving import ModelHolder, ModelUnavailable
 from service.tables import Job
 from vsandx.settings import ServiceSettings
@@ -33,7 +33,8 @@ from vsandx.settings import ServiceSettings
 log = logging.getLogger(__name__)
 FINISHED = ("done", "failed")
 ORPHAN_CHECK_S = 1.0
-MAX_POLL_S = 0.05  # a waiting request looks at its job at least this often
+MAX_POLL_S = 0.05  # without a notifier, a waiting request looks at its job at least this often
+FALLBACK_POLL_S = 0.25  # with one, the database is still looked at this often
 
 
 def worker_name(tag: str = "") -> str:
@@ -123,6 +124,10 @@ class Notifier:
                 self._work.wait(timeout)
             self._pending = max(0, self._pending - 1)
 
+    def wake_all(self) -> None:
+        with self._work:
+            self._work.notify_all()
+
     def finished(self, job_id: str) -> None:
         with self._lock:
             ev = self._done.pop(job_id, None)
@@ -139,7 +144,9 @@ class Notifier:
 
 
 def wait_for_job(database: Database, job_id: str, timeout: float, notifier: Notifier | None, poll_s: float) -> str:
-    """Block until the job is done or failed, or `timeout` passes; returns its last status."""
+    """Block until the job is done or failed, or `timeout` passes; returns its last status. With a
+    notifier (embedded queue) the finishing worker wakes us and the row is only re-read as a fallback;
+    without one (Celery) the row is polled from `poll_s` up to every MAX_POLL_S."""
     ev = notifier.event(job_id) if notifier else None
     deadline = time.monotonic() + timeout
     delay = poll_s
@@ -151,12 +158,11 @@ def wait_for_job(database: Database, job_id: str, timeout: float, notifier: Noti
             left = deadline - time.monotonic()
             if status in FINISHED or status == "missing" or left <= 0:
                 return status
-            # workers of other processes are seen by polling the row (cheap); this process's wake us
             if ev is not None:
-                ev.wait(min(left, delay))
+                ev.wait(min(left, max(delay, FALLBACK_POLL_S)))
             else:
                 time.sleep(min(left, delay))
-            delay = min(delay * 1.25, MAX_POLL_S)
+                delay = min(delay * 1.25, MAX_POLL_S)
     finally:
         if notifier:
             notifier.forget(job_id)
@@ -169,9 +175,11 @@ def work_loop(
     stop: threading.Event,
     notifier: Notifier | None = None,
     owner: str | None = None,
-    on_claim: Callable[[Job], None] | None = None,
+    doorbell: Doorbell | None = None,
 ) -> None:
-    """Claim and run jobs until `stop` is set (the embedded queue's worker)."""
+    """Claim and run jobs until `stop` is set (the embedded queue's worker). Idle, it sleeps until
+    `notifier` wakes it (a job accepted by this process, or rung through `doorbell`), looking at the
+    queue anyway every FALLBACK_POLL_S; without a notifier it polls every poll_s."""
     backoff = settings.poll_s
     next_orphan_check = 0.0
     while not stop.is_set():
@@ -184,17 +192,17 @@ def work_loop(
                 job = store.claim_job(db, owner or worker_name(), settings.lease_s, settings.max_attempts)
                 if job is None:
                     if notifier:
-                        notifier.idle(settings.poll_s * 10)
+                        notifier.idle(FALLBACK_POLL_S)
                     else:
                         stop.wait(settings.poll_s)
                     continue
-                if on_claim:
-                    on_claim(job)
                 job_id = job.id
                 status = execute(db, settings, holder, job)
             log.info("job %s: %s", job_id, status)
             if notifier:
                 notifier.finished(job_id)
+            if doorbell:
+                doorbell.ring("api", job_id)
             backoff = settings.poll_s
         except (Transient, ModelUnavailable, OperationalError) as e:
             backoff = min(max(backoff * 2, 0.1), 5.0)
@@ -206,21 +214,28 @@ def work_loop(
 
 
 class EmbeddedQueue:
-    """The default queue: jobs in the database, worker threads in this process."""
+    """The default queue: jobs in the database, worker threads in this process and `vsandx worker`
+    processes of this machine, woken through the doorbell."""
 
     name = "embedded"
 
     def __init__(self, database: Database, settings: ServiceSettings, holder: ModelHolder) -> None:
         self.database, self.settings, self.holder = database, settings, holder
         self.notifier = Notifier()
+        self.doorbell: Doorbell | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
 
     def start(self) -> None:
+        try:
+            self.doorbell = Doorbell(self.settings.data_dir / "run", "api")
+            self.doorbell.listen(self.notifier.finished)
+        except OSError as e:  # no loopback UDP: the slower polling still works
+            log.warning("no doorbell (%s): waiting requests poll", e)
         for i in range(self.settings.embedded_workers):
             t = threading.Thread(
                 target=work_loop,
-                args=(self.database, self.settings, self.holder, self._stop, self.notifier),
+                args=(self.database, self.settings, self.holder, self._stop, self.notifier, None, self.doorbell),
                 name=f"vsandx-worker-{i}",
                 daemon=True,
             )
@@ -229,14 +244,18 @@ class EmbeddedQueue:
 
     def stop(self, timeout: float = 10.0) -> None:
         self._stop.set()
-        with self.notifier._work:
-            self.notifier._work.notify_all()
+        self.notifier.wake_all()
         for t in self._threads:
             t.join(timeout)
         self._threads.clear()
+        if self.doorbell is not None:
+            self.doorbell.close()
+            self.doorbell = None
 
     def submit(self, job_id: str) -> None:
         self.notifier.submitted()
+        if self.doorbell is not None:
+            self.doorbell.ring("worker", job_id)
 
     def wait(self, job_id: str, timeout: float) -> str:
         return wait_for_job(self.database, job_id, timeout, self.notifier, self.settings.poll_s)

@@ -9,7 +9,8 @@ import threading
 from types import FrameType
 
 from service.db import database_for
-from service.jobs import work_loop, worker_name
+from service.doorbell import Doorbell
+from service.jobs import Notifier, work_loop, worker_name
 from service.serving import ModelHolder
 from vsandx.settings import ServiceSettings
 
@@ -34,10 +35,19 @@ def run_embedded_worker(settings: ServiceSettings, threads: int = 1) -> int:
         file=sys.stderr,
         flush=True,
     )
+    wake = Notifier()
+    notifier: Notifier | None = wake
+    doorbell: Doorbell | None = None
+    try:  # the API rings when it accepts a job; we ring it when one is done
+        doorbell = Doorbell(settings.data_dir / "run", "worker")
+        doorbell.listen(lambda _job: wake.submitted())
+    except OSError as e:
+        log.warning("no doorbell (%s): polling every %.2f s", e, settings.poll_s)
+        notifier = None
     workers = [
         threading.Thread(
             target=work_loop,
-            args=(database, settings, holder, stop, None, worker_name(f"w{i}")),
+            args=(database, settings, holder, stop, notifier, worker_name(f"w{i}"), doorbell),
             name=f"vsandx-worker-{i}",
         )
         for i in range(threads)
@@ -48,6 +58,10 @@ def run_embedded_worker(settings: ServiceSettings, threads: int = 1) -> int:
         stop.wait(1.0)
         if stop.is_set():
             break
+    if notifier is not None:
+        notifier.wake_all()
     for t in workers:
         t.join()
+    if doorbell is not None:
+        doorbell.close()
     return 0
