@@ -62,15 +62,24 @@ def bundle_chart(data: bytes, doc: Mapping[str, Any]) -> tuple[bytes, str] | Non
         return None
 
 
+MAX_COMMENT = 60000  # Bugzilla refuses comments over 65535 characters, GitHub over 65536
+
+
 def comment_text(reports: list[Report], refused: list[str], public_url: str) -> str:
-    """The tracker comment: one section per diagnosed bundle, then what was not taken."""
+    """The tracker comment: one section per diagnosed bundle, then what was not taken. Cut to what the
+    trackers accept when it is longer, ending with the link to every diagnosis."""
     parts = []
     for r in reports:
         body = text_report(r.doc, diagnosis_url(public_url, r.diagnosis_id))
         parts.append(f"Bundle {r.name}\n{body}" if len(reports) > 1 or r.name else body)
     if refused:
         parts.append("Not diagnosed:\n" + "\n".join(f"- {x}" for x in refused))
-    return "\n\n".join(parts).strip() + "\n"
+    text = "\n\n".join(parts).strip() + "\n"
+    if len(text) <= MAX_COMMENT:
+        return text
+    links = "\n".join(diagnosis_url(public_url, r.diagnosis_id) for r in reports)
+    tail = f"\n[cut: the report is too long for a comment; every diagnosis is at]\n{links}\n"
+    return text[: MAX_COMMENT - len(tail) - 1].rstrip() + "\n" + tail
 
 
 def _comment_key(subject: str, reports: list[Report], refused: list[str]) -> str:

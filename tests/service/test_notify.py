@@ -188,3 +188,13 @@ def test_team_list_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VSANDX_SMTP_PORT", "2525")
     s = NotifySettings(_env_file=None)  # type: ignore[call-arg]
     assert s.team_emails == ["a@x.org", "Bee <b@y.org>"] and s.smtp_port == 2525 and s.smtp_starttls
+
+
+def test_unicode_line_breaks_stay_inside_the_subject() -> None:
+    to = [parse_address("a@x.org")]
+    doc: dict[str, Any] = {"findings": [], "components": []}
+    for ctx in ("Bug 1: a\u2028Bcc: e@x.org", "Bug 1: a\x85X-Evil: 1", "Bug 1:\u2029\x0bX-Evil: 2"):
+        raw = build_report(doc, diagnosis_id="d\u2028X-Id: 2", sender=to[0], to=to, url=None, context=ctx).as_bytes()
+        head = raw.split(b"\n\n", 1)[0].decode()
+        names = {line.split(":", 1)[0].lower() for line in head.splitlines() if line and not line[0].isspace()}
+        assert not names & {"bcc", "x-evil", "x-id"}, head

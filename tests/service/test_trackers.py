@@ -350,3 +350,16 @@ def test_webhook_answers() -> None:
     assert answer(gh, gh_headers(gh, secret="x"), source="github").status == 401
     queued = answer(gh, gh_headers(gh, delivery="g-9"), source="github")
     assert queued.job is not None and queued.job["headers"] == {"X-GitHub-Event": "issues", "X-GitHub-Delivery": "g-9"}
+
+
+def test_comment_text_fits_a_tracker() -> None:
+    from service.tracker_flow import MAX_COMMENT, Report, comment_text
+
+    finding = {"component": "disk:esx-01/naa.1", "fault": "disk.latency", "confidence": 0.9, "summary": "s",
+               "recommendation": "Replace the device.", "evidence": ["e" * 500] * 40}  # fmt: skip
+    doc = {"bundle": {"hosts": ["esx-01"]}, "components": [], "findings": [finding] * 5}
+    short = comment_text([Report("a.tgz", "j1", {**doc, "findings": [finding]})], ["b.tgz: too big"], "https://v.x")
+    assert "Replace the device." in short and "https://v.x/diagnoses/j1" in short and "- b.tgz: too big" in short
+    long = comment_text([Report(f"{k}.tgz", f"j{k}", doc) for k in range(5)], [], "https://v.x")
+    assert len(long) <= MAX_COMMENT and long.rstrip().endswith("https://v.x/diagnoses/j4")
+    assert all(f"https://v.x/diagnoses/j{k}" in long for k in range(5)) and "[cut:" in long
