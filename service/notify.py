@@ -200,21 +200,28 @@ def _open(s: NotifySettings) -> smtplib.SMTP:
         smtp: smtplib.SMTP = smtplib.SMTP_SSL(host, port, timeout=t, context=_tls_context(s))
     else:
         smtp = smtplib.SMTP(host, port, timeout=t)
-        if s.smtp_starttls:
-            smtp.ehlo()
-            if not smtp.has_extn("starttls"):
-                smtp.quit()
-                raise MailError(f"SMTP server {host}:{port} does not offer STARTTLS and VSANDX_SMTP_STARTTLS "
-                                "is on: not sending in clear text", transient=False)  # fmt: skip
-            smtp.starttls(context=_tls_context(s))
-            smtp.ehlo()
+    try:
+        _secure_and_login(smtp, s)
+    except BaseException:
+        smtp.close()
+        raise
+    return smtp
+
+
+def _secure_and_login(smtp: smtplib.SMTP, s: NotifySettings) -> None:
+    host, port = s.smtp_host, s.smtp_port
+    if not s.smtp_ssl and s.smtp_starttls:
+        smtp.ehlo()
+        if not smtp.has_extn("starttls"):
+            raise MailError(f"SMTP server {host}:{port} does not offer STARTTLS and VSANDX_SMTP_STARTTLS "
+                            "is on: not sending in clear text", transient=False)  # fmt: skip
+        smtp.starttls(context=_tls_context(s))
+        smtp.ehlo()
     if s.smtp_user:
         if not (s.smtp_ssl or s.smtp_starttls or s.smtp_allow_plain_auth):
-            smtp.quit()
             raise MailError(f"refusing to send the SMTP password to {host}:{port} without TLS "
                             "(VSANDX_SMTP_ALLOW_PLAIN_AUTH to allow)", transient=False)  # fmt: skip
         smtp.login(s.smtp_user, s.smtp_password.get_secret_value() if s.smtp_password else "")
-    return smtp
 
 
 def deliver(msg: EmailMessage, s: NotifySettings) -> dict[str, tuple[int, bytes]]:

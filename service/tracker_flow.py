@@ -82,9 +82,9 @@ def comment_text(reports: list[Report], refused: list[str], public_url: str) -> 
     return text[: MAX_COMMENT - len(tail) - 1].rstrip() + "\n" + tail
 
 
-def _comment_key(subject: str, reports: list[Report], refused: list[str]) -> str:
-    what = "\0".join(sorted(r.diagnosis_id for r in reports) + sorted(refused))
-    return f"comment:{subject}:{hashlib.sha256(what.encode()).hexdigest()[:32]}"
+def comment_key(subject: str, item: str) -> str:
+    """SentLog key of one item (a diagnosis id, or a refusal) told on one bug / issue."""
+    return f"comment:{subject}:{hashlib.sha256(item.encode()).hexdigest()[:32]}"
 
 
 def _run(name: str, data: bytes, diagnose: Diagnose, out: Outcome, blobs: dict[str, bytes]) -> None:
@@ -101,10 +101,14 @@ def _finish(out: Outcome, post: Callable[[str], int], reporter: str | None, cont
             notify: NotifySettings, sent_log: SentLog, chart: ChartOf, blobs: dict[str, bytes]) -> Outcome:  # fmt: skip
     if not out.reports and not out.refused:
         return out
-    key = _comment_key(out.subject, out.reports, out.refused)
-    if not sent_log.was_sent(key):
-        out.comment_id = post(comment_text(out.reports, out.refused, notify.public_url))
-        sent_log.mark_sent(key)
+    # Each diagnosis and refusal is told once: a later event (a new attachment) comments on what is new.
+    keys = {id(r): comment_key(out.subject, "d:" + r.diagnosis_id) for r in out.reports}
+    new = [r for r in out.reports if not sent_log.was_sent(keys[id(r)])]
+    new_refused = [x for x in out.refused if not sent_log.was_sent(comment_key(out.subject, "r:" + x))]
+    if new or new_refused:
+        out.comment_id = post(comment_text(new, new_refused, notify.public_url))
+        for k in [keys[id(r)] for r in new] + [comment_key(out.subject, "r:" + x) for x in new_refused]:
+            sent_log.mark_sent(k)
     if not notify.smtp_host:
         return out
     for r in out.reports:

@@ -59,7 +59,8 @@ def accept(source: Source, body: bytes, headers: Mapping[str, str], settings: Tr
             if gev is None:
                 return Answer(200, {"status": "ignored", "reason": "not an issues event"})
             delivery, subject = gev.delivery, f"{gev.repo}#{gev.number}"
-            wanted = gev.action in github.ACTIONS
+            # the payload is signed, so its labels and title can be trusted to filter before queuing
+            wanted = github.is_relevant(gev, settings)[0]
             hdrs = {h: header(headers, h) or "" for h in GITHUB_TASK_HEADERS}
     except Unauthorized as e:
         return Answer(401, {"error": str(e)})

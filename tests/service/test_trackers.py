@@ -174,6 +174,12 @@ def test_bugzilla_flow_comment_and_email_once(bundles: list[Path], diagnose: Dia
         again = handle_bugzilla(event, trackers=tsettings(t.url), notify=notify, diagnose=diagnose, sent_log=log)
         assert again.comment_id is None and [m.sent for m in again.mails] == [False]
         assert len(t.comments) == 1 and len(smtp.received) == 1
+        # a second bundle attached later: one more comment about it alone, one more email
+        t.attachments[101].append(BzAttachment(6, bundles[1].name, "application/octet-stream", bundles[1].read_bytes()))
+        later = handle_bugzilla(event, trackers=tsettings(t.url), notify=notify, diagnose=diagnose, sent_log=log)
+        assert later.comment_id is not None and len(t.comments) == 2 and len(smtp.received) == 2
+        assert bundles[1].name in t.comments[1][1] and bundles[0].name not in t.comments[1][1]
+        assert "huge.tgz" not in t.comments[1][1]
 
 
 def test_non_vsan_bug_is_left_alone(diagnose: Diagnose) -> None:
