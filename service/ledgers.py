@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import Table, func, insert, select
+from sqlalchemy import Table, delete, func, insert, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -56,6 +56,11 @@ class SqlDeliveryLedger:
                 db.rollback()
                 return False
         return True
+
+    def forget(self, key: str) -> None:
+        with self.sessions() as db:
+            db.execute(delete(self.t).where(self.t.c.key == key))
+            db.commit()
 
 
 class SqlSentLog:

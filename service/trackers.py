@@ -193,6 +193,10 @@ class DeliveryLedger(Protocol):
         """Record it; False when the key was recorded already (a concurrent duplicate)."""
         ...
 
+    def forget(self, key: str) -> None:
+        """Undo a claim whose work could not be queued, so the tracker's retry is admitted."""
+        ...
+
 
 class MemoryLedger:
     """A process-local DeliveryLedger (tests, embedded single-process use)."""
@@ -216,6 +220,10 @@ class MemoryLedger:
                 return False
             self._keys[delivery.key] = delivery
             return True
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._keys.pop(key, None)
 
 
 class Admission(Enum):

@@ -369,3 +369,40 @@ def test_comment_text_fits_a_tracker() -> None:
     long = comment_text([Report(f"{k}.tgz", f"j{k}", doc) for k in range(5)], [], "https://v.x")
     assert len(long) <= MAX_COMMENT and long.rstrip().endswith("https://v.x/diagnoses/j4")
     assert all(f"https://v.x/diagnoses/j{k}" in long for k in range(5)) and "[cut:" in long
+
+
+def test_webhook_routes() -> None:
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    from service.webhook_routes import WebhookContext, router
+
+    queued: list[dict[str, Any]] = []
+    broken = {"on": False}
+
+    def enqueue(job: dict[str, Any]) -> None:
+        if broken["on"]:
+            raise ConnectionError("broker down")
+        queued.append(job)
+
+    app = FastAPI()
+    app.include_router(router)
+    app.state.webhooks = WebhookContext(tsettings(), MemoryLedger(), enqueue)
+    ok = {"X-Vsandx-Webhook-Secret": SECRET}
+    with TestClient(app) as client:
+        r = client.post("/api/v1/webhooks/bugzilla", content=bz_body(), headers=ok)
+        assert r.status_code == 200 and r.json()["status"] == "queued" and len(queued) == 1
+        assert client.post("/api/v1/webhooks/bugzilla", content=bz_body(), headers=ok).json()["status"] == "replay"
+        assert client.post("/api/v1/webhooks/bugzilla", content=bz_body()).status_code == 401
+        big = b"{" + b" " * webhooks.WEBHOOK_MAX_BODY + b"}"
+        assert client.post("/api/v1/webhooks/bugzilla", content=big, headers=ok).status_code == 413
+        # the queue fails: 503, and the tracker's retry of the same delivery is admitted, not a replay
+        other = bz_body(change_set="7")
+        broken["on"] = True
+        assert client.post("/api/v1/webhooks/bugzilla", content=other, headers=ok).status_code == 503
+        broken["on"] = False
+        assert client.post("/api/v1/webhooks/bugzilla", content=other, headers=ok).json()["status"] == "queued"
+        gh = gh_body()
+        r = client.post("/api/v1/webhooks/github", content=gh, headers=gh_headers(gh, delivery="r-1"))
+        assert r.json()["status"] == "queued" and queued[-1]["headers"]["X-GitHub-Delivery"] == "r-1"
+        assert len(queued) == 3
