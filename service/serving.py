@@ -9,6 +9,9 @@ and reports why. `current_model_info()` is what the model page and /ready show.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
+import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -89,7 +92,7 @@ class ModelHolder:
             raise NoModel(f"no model registered as {name}@{alias}; run `vsandx train` first")
         if self._predictor is not None and self._predictor.version == ref.version:
             return False
-        folder = self._registry().download(ref, s.data_dir / "models" / name / ref.version)
+        folder = self._fetch(ref, s.data_dir / "serving" / name / ref.version)
         predictor = Predictor(load_model(folder), name, ref.version, PipelineConfig.from_settings())
         self._install(predictor, self._ref_info(ref, alias, folder))
         return True
@@ -110,6 +113,21 @@ class ModelHolder:
             s = self.settings
             self._tracker = Tracker(s.data_dir, s.mlflow_tracking_uri, s.mlflow_experiment)
         return self._tracker
+
+    def _fetch(self, ref: ModelRef, final: Path) -> Path:
+        """The model folder of `ref` under `final`, downloaded once: into a private folder, then renamed
+        into place, so processes starting together never read each other's half-written files."""
+        done = final / ".complete"
+        if not done.exists():
+            final.parent.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}-"))
+            got = self._registry().download(ref, work)
+            (work / ".complete").write_text(str(got.relative_to(work)))
+            try:
+                os.rename(work, final)
+            except OSError:  # another process was first: its folder is complete (renames are atomic)
+                shutil.rmtree(work, ignore_errors=True)
+        return final / done.read_text()
 
     def _ref_info(self, ref: ModelRef, alias: str, folder: Path) -> dict[str, Any]:
         info: dict[str, Any] = {
