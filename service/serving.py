@@ -121,7 +121,11 @@ class ModelHolder:
         if not done.exists():
             final.parent.mkdir(parents=True, exist_ok=True)
             work = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}-"))
-            got = self._registry().download(ref, work)
+            try:
+                got = self._registry().download(ref, work)
+            except BaseException:
+                shutil.rmtree(work, ignore_errors=True)
+                raise
             (work / ".complete").write_text(str(got.relative_to(work)))
             try:
                 os.rename(work, final)
@@ -157,14 +161,12 @@ class ModelHolder:
 
         dst = folder.parent / "report"
         try:
-            got = self._registry().download(
-                Ref(ref.name, ref.version, ref.run_id, f"runs:/{ref.run_id}/report", {}), dst
-            )
+            got = self._fetch(Ref(ref.name, ref.version, ref.run_id, f"runs:/{ref.run_id}/report", {}), dst)
         except Exception as e:  # a run without a report (tests, hand-registered models)
             log.info("no training report for %s version %s: %s", ref.name, ref.version, e)
             return None
         md = sorted(got.rglob("*.md"))
-        return str(md[0].parent if md else got)
+        return str(md[0].parent) if md else None
 
     # ------------------------------------------------------------------------------ reporting
     def current_model_info(self) -> dict[str, Any]:
