@@ -44,7 +44,9 @@ def settings(port: int, **kw: Any) -> NotifySettings:
     base: dict[str, Any] = dict(smtp_host="127.0.0.1", smtp_port=port, smtp_starttls=False, smtp_timeout_s=5,
                                 mail_from="vsandx <vsandx@diag.example>", team_emails=["team@perf.example",
                                 "Ops Lead <lead@perf.example>"], public_url="https://vsandx.example/")  # fmt: skip
-    return NotifySettings(**{**base, **kw})
+    # every field that matters is given: a developer's .env or VSANDX_* variables must not change the test
+    base.update(smtp_ssl=False, smtp_ca_file=None, smtp_user=None, smtp_password=None, smtp_allow_plain_auth=False)
+    return NotifySettings(_env_file=None, **{**base, **kw})  # type: ignore[call-arg]
 
 
 def only(server: SmtpServer) -> Received:

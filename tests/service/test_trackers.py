@@ -39,6 +39,10 @@ def tsettings(url: str = "http://127.0.0.1:9", **kw: Any) -> TrackerSettings:
                                 github_api_url=url, github_token="gh-token", github_webhook_secret=GH_SECRET,
                                 github_download_hosts=["127.0.0.1"], tracker_max_attachment_bytes=LIMIT,
                                 tracker_timeout_s=10)  # fmt: skip
+    base.update(bugzilla_products=["vSAN"], bugzilla_components=["Performance"], bugzilla_keywords=["vsan-perf"],
+                bugzilla_actions=["create", "attachment", "modify"], github_labels=["vsan-performance"],
+                github_title_keywords=["vsan latency"], bugzilla_secret_header="X-Vsandx-Webhook-Secret",
+                tracker_max_attachments=5, tracker_stale_after_s=7 * 86400.0)  # fmt: skip
     return TrackerSettings(_env_file=None, **{**base, **kw})  # type: ignore[call-arg]
 
 
@@ -390,10 +394,11 @@ def test_webhook_routes() -> None:
     app.state.webhooks = WebhookContext(tsettings(), MemoryLedger(), enqueue)
     ok = {"X-Vsandx-Webhook-Secret": SECRET}
     with TestClient(app) as client:
-        r = client.post("/api/v1/webhooks/bugzilla", content=bz_body(), headers=ok)
+        body = bz_body()  # once: a body made a second later would be another change
+        r = client.post("/api/v1/webhooks/bugzilla", content=body, headers=ok)
         assert r.status_code == 200 and r.json()["status"] == "queued" and len(queued) == 1
-        assert client.post("/api/v1/webhooks/bugzilla", content=bz_body(), headers=ok).json()["status"] == "replay"
-        assert client.post("/api/v1/webhooks/bugzilla", content=bz_body()).status_code == 401
+        assert client.post("/api/v1/webhooks/bugzilla", content=body, headers=ok).json()["status"] == "replay"
+        assert client.post("/api/v1/webhooks/bugzilla", content=body).status_code == 401
         big = b"{" + b" " * webhooks.WEBHOOK_MAX_BODY + b"}"
         assert client.post("/api/v1/webhooks/bugzilla", content=big, headers=ok).status_code == 413
         # the queue fails: 503, and the tracker's retry of the same delivery is admitted, not a replay
