@@ -38,6 +38,7 @@ class Report:
     name: str  # the attachment's file name
     diagnosis_id: str
     doc: Mapping[str, Any]
+    chart: tuple[bytes, str] | None = None  # the key chart's PNG and title, drawn only when mail is on
 
 
 @dataclass
@@ -87,18 +88,18 @@ def comment_key(subject: str, item: str) -> str:
     return f"comment:{subject}:{hashlib.sha256(item.encode()).hexdigest()[:32]}"
 
 
-def _run(name: str, data: bytes, diagnose: Diagnose, out: Outcome, blobs: dict[str, bytes]) -> None:
+def _run(name: str, data: bytes, diagnose: Diagnose, out: Outcome, chart: ChartOf | None) -> None:
+    """Diagnose one bundle; its chart is drawn now, while its bytes are at hand (they are not kept)."""
     try:
         did, doc = diagnose(name, data)
     except (BundleError, ValueError) as e:
         out.refused.append(f"{name}: cannot be read as a bundle ({e})")
         return
-    out.reports.append(Report(name, did, doc))
-    blobs[did] = data
+    out.reports.append(Report(name, did, doc, chart(data, doc) if chart and doc.get("findings") else None))
 
 
 def _finish(out: Outcome, post: Callable[[str], int], reporter: str | None, context: str, *,
-            notify: NotifySettings, sent_log: SentLog, chart: ChartOf, blobs: dict[str, bytes]) -> Outcome:  # fmt: skip
+            notify: NotifySettings, sent_log: SentLog) -> Outcome:  # fmt: skip
     if not out.reports and not out.refused:
         return out
     # Each diagnosis and refusal is told once: a later event (a new attachment) comments on what is new.
@@ -112,7 +113,7 @@ def _finish(out: Outcome, post: Callable[[str], int], reporter: str | None, cont
     if not notify.smtp_host:
         return out
     for r in out.reports:
-        png = chart(blobs[r.diagnosis_id], r.doc) if r.doc.get("findings") else None
+        png = r.chart
         try:
             out.mails.append(send_report(r.doc, diagnosis_id=r.diagnosis_id, reporter=reporter, settings=notify,
                                          sent_log=sent_log, chart_png=png[0] if png else None,
@@ -139,7 +140,6 @@ def handle_bugzilla(
             return out
         picked = pick_bundles(bz.attachments(bug.id), trackers)
         out.refused += picked.refused
-        blobs: dict[str, bytes] = {}
         for a in picked.bundles:
             try:
                 data = bz.download(a)
@@ -148,9 +148,9 @@ def handle_bugzilla(
                     raise
                 out.refused.append(str(e))
                 continue
-            _run(a.file_name, data, diagnose, out, blobs)
+            _run(a.file_name, data, diagnose, out, chart if notify.smtp_host else None)
         return _finish(out, lambda text: bz.comment(bug.id, text), bug.reporter, f"Bug {bug.id}: {bug.summary}",
-                       notify=notify, sent_log=sent_log, chart=chart, blobs=blobs)  # fmt: skip
+                       notify=notify, sent_log=sent_log)  # fmt: skip
 
 
 def handle_github(
@@ -166,7 +166,6 @@ def handle_github(
     links = bundle_links(event.body, trackers)
     for extra in links[trackers.tracker_max_attachments :]:
         out.refused.append(f"{extra.name}: more than {trackers.tracker_max_attachments} bundles on one issue")
-    blobs: dict[str, bytes] = {}
     with GitHubClient(trackers, transport) as gh:
         for link in links[: trackers.tracker_max_attachments]:
             try:
@@ -176,7 +175,6 @@ def handle_github(
                     raise  # the task retries; a refused link (host, size, 404) is reported instead
                 out.refused.append(str(e))
                 continue
-            _run(link.name, data, diagnose, out, blobs)
+            _run(link.name, data, diagnose, out, chart if notify.smtp_host else None)
         return _finish(out, lambda text: gh.comment(event.repo, event.number, text), None,
-                       f"{event.repo}#{event.number}: {event.title}", notify=notify, sent_log=sent_log,
-                       chart=chart, blobs=blobs)  # fmt: skip
+                       f"{event.repo}#{event.number}: {event.title}", notify=notify, sent_log=sent_log)  # fmt: skip
