@@ -45,6 +45,10 @@ class Doorbell:
             with contextlib.suppress(OSError):
                 self._out.sendto(data, ("127.0.0.1", int(port)))
 
+    def count(self, role: str) -> int:
+        """Live processes of `role` on this machine."""
+        return sum(_alive(int(f.stem.rsplit("-", 2)[1])) for f in self.folder.glob(f"{role}-*.port"))
+
     def listen(self, on_message: Callable[[str], None]) -> None:
         """Call `on_message(text)` for every datagram, from a daemon thread, until close()."""
 

@@ -262,4 +262,5 @@ class EmbeddedQueue:
 
     def ping(self) -> str:
         alive = sum(t.is_alive() for t in self._threads)
-        return f"embedded, {alive} worker thread(s) in this process"
+        procs = self.doorbell.count("worker") if self.doorbell else 0
+        return f"embedded, {alive} worker thread(s) in this process and {procs} worker process(es) on this machine"

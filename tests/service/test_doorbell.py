@@ -20,6 +20,7 @@ def test_ring_reaches_every_process_of_a_role(tmp_path: Path) -> None:
     stale = tmp_path / f"worker-{gone.pid}-9.port"
     stale.touch()
     try:
+        assert api.count("worker") == 2 and w1.count("api") == 1
         api.ring("worker", "job-1")
         assert sorted(got.get(timeout=5) for _ in range(2)) == [("w1", "job-1"), ("w2", "job-1")]
         w2.ring("api", "job-1")

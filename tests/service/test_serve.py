@@ -45,6 +45,7 @@ def test_serve_runs_api_and_workers(tmp_path: Path, model_dir: Path, bundles: li
     url = f"http://127.0.0.1:{port}"
     try:
         until(lambda: _ready(url), timeout=60, every=0.3)
+        until(lambda: "1 worker process(es)" in httpx.get(f"{url}/ready").json()["queue"], timeout=30)
         assert f"vsandx serving on {url}" in log.read_text()
         children = _children(p.pid)
         assert len(children) == 1  # the embedded worker process
