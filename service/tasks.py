@@ -12,6 +12,7 @@ visibility timeout, so a slow live task is never mistaken for a dead one. Only t
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from datetime import UTC, datetime
@@ -244,7 +245,7 @@ def run_worker(settings: ServiceSettings, queues: str, concurrency: int, pool: s
             "-l",
             loglevel,
             "-n",
-            f"vsandx-{queues.replace(',', '-')}@%h",
+            f"vsandx-{queues.replace(',', '-')}-{os.getpid()}@%h",  # unique: several workers per host
             "--without-gossip",
             "--without-mingle",
         ]
