@@ -167,6 +167,7 @@ class CeleryQueue:
         self.database, self.settings = database, settings
         self.app = make_celery(settings)
         self._ping: tuple[float, str] = (0.0, "")
+        self._resent: dict[str, float] = {}
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -207,12 +208,17 @@ class CeleryQueue:
         return out
 
     def reap(self) -> list[str]:
-        """Re-send jobs queued longer than a lease without being claimed, or running past their lease."""
+        """Re-send jobs queued longer than a lease without being claimed, or running past their lease
+        (their worker died with the message), each at most once per lease. Duplicates are harmless."""
+        now = time.monotonic()
         with self.database.session() as db:
             stale = store.stale_jobs(db, queued_for_s=self.settings.lease_s)
-        for job_id in stale:
+        self._resent = {j: t for j, t in self._resent.items() if now - t < 2 * self.settings.lease_s}
+        again = [j for j in stale if now - self._resent.get(j, -1e9) >= self.settings.lease_s]
+        for job_id in again:
             self.submit(job_id)
-        return stale
+            self._resent[job_id] = now
+        return again
 
     def ping(self) -> str:
         with self._lock:

@@ -94,3 +94,36 @@ def test_training_runs_go_to_their_own_queue(celery_env: dict[str, str]) -> None
         assert c.get(r.json()["status_url"]).json()["state"] == "PENDING"
         assert c.post("/api/v1/model/training?preset=huge").status_code == 422
         rd.delete(f"{prefix}training")
+
+
+def test_lost_jobs_are_sent_again_once_per_lease(celery_env: dict[str, str]) -> None:
+    import io
+    from datetime import timedelta
+
+    import redis
+
+    from service import store
+    from service.db import Database
+    from service.tables import Job, utcnow
+    from service.tasks import CeleryQueue
+
+    settings = settings_of(celery_env, lease_s=60, task_time_limit_s=50)
+    database = Database(settings.sqlalchemy_url)
+    with database.session() as db:
+        spooled, sha, size = store.spool_upload(settings, io.BytesIO(b"bytes"), 100)
+        store.keep_bundle(db, settings, spooled, sha, size, "b.tgz")
+        job = store.create_job(db, sha, "b.tgz")  # accepted, but the broker never got it
+        row = db.get(Job, job.id)
+        assert row is not None
+        row.created_at = utcnow() - timedelta(seconds=120)
+        db.commit()
+    queue = CeleryQueue(database, settings)
+    rd = redis.Redis.from_url(str(settings.broker_url))
+    key = f"{settings.redis_key_prefix}{DIAGNOSES}"
+    try:
+        assert queue.reap() == [job.id] and rd.llen(key) == 1
+        assert queue.reap() == [] and rd.llen(key) == 1  # not again within the lease
+    finally:
+        rd.delete(key)
+        queue.stop()
+        database.dispose()
