@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import socket
 import statistics
 import subprocess
@@ -194,6 +195,7 @@ def main() -> int:
         if server is not None:
             os.killpg(server.pid, 15)
             server.wait(30)
+        shutil.rmtree(tmp, ignore_errors=True)
     doc = {
         "single_client": single,
         "concurrent": loaded,
