@@ -68,7 +68,7 @@ class ModelHolder:
             self._checked = time.monotonic()
             try:
                 return self._refresh()
-            except (NoModel, SchemaMismatch, ValueError, OSError) as e:
+            except Exception as e:  # the registry or the model folder failed: keep serving what we have
                 self._error = _refusal(e)
                 log.error("model not served: %s", self._error)
                 return False
