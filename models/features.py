@@ -3,14 +3,16 @@
 A baseline sees one fixed-length row per component, built from the bundle's tensors:
 
 1. own window statistics, per channel: masked mean, std, max, p90, trend (last quarter minus first
-   quarter), the change at the largest step (the CUSUM-weighted split point: a fault's onset), coverage;
+   quarter), the change at the largest step (the CUSUM-weighted split point: a fault's onset), coverage,
+   and the share of time at the window's ceiling (a link flat-topping at its rate);
 2. peer-relative values: the component's mean and max minus the median of its same-kind peers in the
    bundle, of its peers on the same host, and (disks) of the disks in the same disk group — a fault is
    usually *one* component standing out from its siblings;
 3. log-event counts: log1p of the events in the window, per event channel;
 4. its static side features (with their masks);
 5. context: the mean/max of its host's channels (nic, diskgroup, disk), of its disk group's (disk),
-   and the cluster's channels and static context (every kind).
+   the median/max/min over hosts and over disk groups of those (cluster: a resync shows on several
+   hosts at once), and the cluster's channels and static context (every kind).
 
 Everything is vectorised numpy over (components, channels, T); one 4-host bundle takes a few ms.
 `QuantileBinner` turns any feature matrix into non-negative one-hot bin counts for multinomial NB.
@@ -28,7 +30,7 @@ from pipeline.channels import KIND_CHANNELS, KIND_STATIC
 from pipeline.tensors import BundleTensors, KindTensors
 from vsandx.faults import COMPONENT_KINDS
 
-STATS: Final = ("mean", "std", "max", "p90", "trend", "step", "cover")
+STATS: Final = ("mean", "std", "max", "p90", "trend", "step", "cover", "ceiling")
 PEER_STATS: Final = ("mean", "max")  # the stats compared with peers
 _PEER_IDX: Final = [STATS.index(s) for s in PEER_STATS]
 EVENT_CHANNELS: Final = {k: [i for i, c in enumerate(v) if c.startswith("ev.")] for k, v in KIND_CHANNELS.items()}
@@ -82,7 +84,10 @@ def _stats_2d(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
     else:
         step = np.zeros(r, np.float32)
     cover = count / max(t, 1)
-    return np.stack([mean, std, vmax, p90, trend, step, cover], -1).astype(np.float32)
+    # ceiling: share of observed steps within 0.05 of the window's max (5 % on log1p channels): a link
+    # flat-topping at its rate or a CPU pinned at 100 % sits there; a bursty healthy series touches it once.
+    ceiling = (mask & (values >= vmax[:, None] - 0.05)).sum(-1) / safe
+    return np.stack([mean, std, vmax, p90, trend, step, cover, ceiling], -1).astype(np.float32)
 
 
 def channel_stats(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -168,10 +173,20 @@ def bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
             parts.append(_gather(host_ctx, kt.host_index))
         if kind == "disk":
             parts.append(_gather(dg_ctx, kt.group_index))
+        if kind == "cluster":  # cluster faults show on several hosts (resync) or every group (low oio)
+            parts += [_spread(host_ctx, n), _spread(dg_ctx, n)]
         parts.append(np.repeat(cluster_ctx, n, axis=0))
         f = np.concatenate(parts, axis=1)
         out[kind] = np.nan_to_num(f, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
     return out
+
+
+def _spread(ctx: np.ndarray, n: int) -> np.ndarray:
+    """(m, F) per-host (or per-group) context -> (n, 3F): its median, max and min over the m rows."""
+    if len(ctx) == 0:
+        return np.zeros((n, 3 * ctx.shape[1]), np.float32)
+    agg = np.concatenate([np.median(ctx, 0), ctx.max(0), ctx.min(0)])
+    return np.repeat(agg[None], n, axis=0)
 
 
 def _gather(ctx: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -196,6 +211,10 @@ def feature_names(kind: str) -> list[str]:
         names += grid("host:", KIND_CHANNELS["host"], PEER_STATS)
     if kind == "disk":
         names += grid("group:", KIND_CHANNELS["diskgroup"], PEER_STATS)
+    if kind == "cluster":
+        for over in ("host", "diskgroup"):
+            for agg in ("median", "max", "min"):
+                names += grid(f"{over}s_{agg}:", KIND_CHANNELS[over], PEER_STATS)
     names += grid("cluster:", KIND_CHANNELS["cluster"], PEER_STATS) + [f"cluster:{s}" for s in KIND_STATIC["cluster"]]
     return names
 

@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from tqdm import tqdm
 
 from data.simulate import SIMULATOR_VERSION
@@ -38,6 +39,9 @@ class DatasetSpec:
     n: int
     seed: int
     issue_rate: float | None = None  # None: the profile's default
+    # Share of bundles turned into partial uploads (some host folders left out, as in escalations):
+    # a training-time augmentation, so that "this host's nicinfo/logs are missing" is not read as a fault.
+    partial: float = 0.0
 
     def resolved(self, cfg: PipelineConfig) -> dict[str, Any]:
         return {
@@ -57,11 +61,28 @@ def _make(index: int, spec: DatasetSpec, cfg: PipelineConfig, folder: Path) -> s
     path = folder / f"{index:06d}.npz"
     if not path.exists():
         b = simulate_bundle(spec.profile, spec.seed, index, spec.issue_rate)
-        bt = load_bundle(tar_bytes(b.files), cfg)  # the pipeline never sees labels.json's meaning
+        files = b.files
+        rng = np.random.default_rng([spec.seed, index, 0x9A27])  # its own stream: the bundle stays as simulated
+        if spec.partial > 0 and rng.random() < spec.partial:
+            files = partial_upload(files, rng)
+        bt = load_bundle(tar_bytes(files), cfg)  # the pipeline never sees labels.json's meaning
         comps = b.labels["components"]
         assert isinstance(comps, dict)
         tensorstore.save(path, bt, comps)
     return path.name
+
+
+def partial_upload(files: dict[str, bytes], rng: np.random.Generator) -> dict[str, bytes]:
+    """The same bundle with the folders of a random non-empty proper subset of its hosts left out.
+
+    Every component stays labelled (CMMDS and the perf dump in the remaining folders still list it);
+    what goes is that host's nicinfo, storage list, logs and esxtop, as when a customer uploads some hosts.
+    """
+    tops = sorted({p.split("/", 1)[0] for p in files if p.startswith("esx-") and "/" in p})
+    if len(tops) < 2:
+        return files
+    keep = set(rng.choice(tops, size=int(rng.integers(1, len(tops))), replace=False).tolist())
+    return {p: b for p, b in files.items() if not (p.startswith("esx-") and "/" in p) or p.split("/", 1)[0] in keep}
 
 
 def build(

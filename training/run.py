@@ -43,6 +43,7 @@ class TrainConfig:
     baselines: tuple[str, ...] = ("svm", "logreg", "mlp", "mnb")
     top_k: int = 3
     curve: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
+    partial: float = 0.5  # share of lab training bundles made partial uploads (see training.datasets)
     seed: int = 0
 
     @classmethod
@@ -115,7 +116,7 @@ def _warm_start(data_dir: Path) -> list[dict[str, Any]]:
 def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) -> Trained:
     root = settings.data_dir.resolve()
     sets = {
-        "train": DatasetSpec("lab", cfg.lab, seed=cfg.seed * 10 + 1),
+        "train": DatasetSpec("lab", cfg.lab, seed=cfg.seed * 10 + 1, partial=cfg.partial),
         "val": DatasetSpec("field", cfg.val, seed=cfg.seed * 10 + 2),
         "test": DatasetSpec("field", cfg.test, seed=cfg.seed * 10 + 3),
     }

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import numpy.ma as ma
 from hypothesis import given, settings
@@ -79,17 +77,6 @@ def test_quantile_binner_is_non_negative_one_hot() -> None:
     np.testing.assert_allclose(out.reshape(200, 5, 4).mean(0), 0.25, atol=0.02)
 
 
-def test_fast_enough(lab: LabData) -> None:
-    """Target <= 5 ms per 4-host bundle; asserted loosely (shared CI cores), printed for the record."""
-    bundle_features(lab.X[0])
-    t = time.perf_counter()
-    for bt in lab.X[:20]:
-        bundle_features(bt)
-    ms = (time.perf_counter() - t) * 1000 / 20
-    print(f"\nbundle_features: {ms:.2f} ms per 4-host bundle")
-    assert ms < 25
-
-
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(-1, 4), min_size=1, max_size=30), st.integers(0, 2**31 - 1))
 def test_group_median_matches_a_loop(groups: list[int], seed: int) -> None:
@@ -99,3 +86,13 @@ def test_group_median_matches_a_loop(groups: list[int], seed: int) -> None:
     for k in set(groups) - {-1}:
         ref[g == k] = x[g == k] - np.median(x[g == k], axis=0)
     np.testing.assert_allclose(_minus_group_median(x, g), ref, atol=1e-6)
+
+
+def test_ceiling_tells_a_flat_top_from_a_burst() -> None:
+    t = np.arange(120, dtype=np.float32)
+    flat = np.minimum(np.log1p(5 * t), np.log1p(117.5))  # a 1 GbE link saturating
+    burst = np.log1p(10 + 100 * (t == 60))  # one peak
+    x = np.stack([flat, burst])[None]  # (1, 2, T)
+    st = channel_stats(x, np.ones_like(x, bool))
+    ceiling = st[0, :, STATS.index("ceiling")]
+    assert ceiling[0] > 0.7 and ceiling[1] < 0.02

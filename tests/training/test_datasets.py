@@ -13,7 +13,7 @@ from data.simulate.generate import simulate_bundle
 from pipeline.api import load_bundle
 from pipeline.config import PipelineConfig
 from training import tensorstore
-from training.datasets import DatasetSpec, build, describe, load_dataset
+from training.datasets import DatasetSpec, build, describe, load_dataset, partial_upload
 
 
 def test_tensorstore_round_trip() -> None:
@@ -54,3 +54,25 @@ def test_build_caches_by_config(tmp_path: Path) -> None:
     other = build(spec, tmp_path, cfg=PipelineConfig(grid_steps=90), workers=1, progress=False)
     assert other != folder and json.loads((other / "dataset.json").read_text())["pipeline_config"]["grid_steps"] == 90
     assert load_dataset(other)[0][0].T == 90
+
+
+def test_partial_upload_leaves_out_some_hosts_but_no_component(tmp_path: Path) -> None:
+    b = simulate_bundle("lab", 5, 2)
+    tops = {p.split("/", 1)[0] for p in b.files if p.startswith("esx-") and "/" in p}
+    part = partial_upload(b.files, np.random.default_rng(0))
+    kept = {p.split("/", 1)[0] for p in part if p.startswith("esx-") and "/" in p}
+    assert kept and kept < tops  # a non-empty proper subset of the host folders
+    assert "labels.json" in part and all(part[p] == b.files[p] for p in part)
+    bt = load_bundle(tar_bytes(part))
+    assert len(bt.host_bundles) == len(kept)
+    labels = b.labels["components"]
+    assert isinstance(labels, dict) and set(bt.component_ids) == set(labels)  # CMMDS still names every one
+
+
+def test_partial_share_is_part_of_the_key(tmp_path: Path) -> None:
+    whole = build(DatasetSpec("lab", 4, seed=9), tmp_path, workers=1, progress=False)
+    part = build(DatasetSpec("lab", 4, seed=9, partial=1.0), tmp_path, workers=1, progress=False)
+    assert whole != part and describe(part)["partial"] == 1.0
+    (Xw, yw), (Xp, yp) = load_dataset(whole), load_dataset(part)
+    assert yw == yp  # same bundles, same labels
+    assert all(len(p.host_bundles) < len(w.host_bundles) for w, p in zip(Xw, Xp, strict=True))

@@ -1,0 +1,60 @@
+"""The CNN's training-time pieces: coarsening augmentation and peer-relative inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from models.cnn import ClusterCNN
+from models.cnn_train import coarsen, collate, to_arrays
+from pipeline.channels import KIND_CHANNEL_DEFS, KIND_STATIC
+
+from .conftest import LabData
+
+
+def test_coarsen_is_what_a_coarser_interval_gives(lab: LabData) -> None:
+    bt, labels = lab.X[0], lab.y[0]
+    a = to_arrays(bt, labels)
+    k = 5
+    c = coarsen(a, k)
+    for kind, arr in a.items():
+        v, m, cv, cm = arr["values"], arr["mask"], c[kind]["values"], c[kind]["mask"]
+        t = v.shape[-1]
+        tk = t // k
+        assert cv.shape == v.shape and not cm[..., tk:].any()  # the rest of the grid is "no data"
+        assert torch.equal(cm[..., :tk], m[..., : tk * k].reshape(*m.shape[:2], tk, k).any(-1))
+        assert torch.equal(c[kind]["target"], arr["target"])
+        for ci, ch in enumerate(KIND_CHANNEL_DEFS[kind]):
+            lin = torch.expm1(v[:, ci]) if ch.log else v[:, ci]
+            lin_c = torch.expm1(cv[:, ci]) if ch.log else cv[:, ci]
+            blocks = (lin * m[:, ci])[:, : tk * k].reshape(-1, tk, k)
+            n = m[:, ci, : tk * k].reshape(-1, tk, k).sum(-1)
+            want = blocks.sum(-1) if ch.source == "event" else blocks.sum(-1) / n.clamp(min=1)
+            np.testing.assert_allclose(lin_c[:, :tk][n > 0], want[n > 0], rtol=1e-3, atol=1e-3)
+    step = KIND_STATIC["cluster"].index("step_s")
+    assert float(c["cluster"]["static"][0, step]) == k * float(a["cluster"]["static"][0, step])
+
+
+def test_peer_inputs_are_own_minus_peer_mean(lab: LabData) -> None:
+    net = ClusterCNN(width=8, depth=1, peer_inputs=True)
+    batch = collate([to_arrays(bt) for bt in lab.X[:2]])
+    x, _ = net._inputs("nic", batch)
+    c = len(KIND_CHANNEL_DEFS["nic"])
+    own, mask, rel = x[:, :c], x[:, c : 2 * c], x[:, 2 * c :]
+    first = batch.kinds["nic"].bundle == 0
+    peers = (own[first] * mask[first]).sum(0) / mask[first].sum(0).clamp(min=1)
+    torch.testing.assert_close(rel[first], own[first] - peers * mask[first])
+    assert ClusterCNN(width=8, depth=1, peer_inputs=False)._inputs("nic", batch)[0].shape[1] == 2 * c
+
+
+def test_early_stopping_keeps_the_best_exact_match(lab: LabData) -> None:
+    from models.metrics import exact_match
+    from models.registry import create_model
+
+    X, y = lab.train
+    Xv, yv = X[12:18], y[12:18]
+    m = create_model("cnn_small", width=8, depth=1, epochs=6, patience=6, coarsen_p=0.0).fit(
+        X[:12], y[:12], eval_set=(Xv, yv)
+    )
+    best = max(h["val_exact_match"] for h in m.history_)
+    assert exact_match(yv, m.predict(Xv)) == best  # the restored weights are the best epoch's
