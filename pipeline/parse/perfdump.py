@@ -11,6 +11,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from pipeline.parse.numbers import parse_series
+
 HEAD: Final = "--------------SOAP stats dump--------------"
 SEP_PREFIX: Final = "--------------"
 
@@ -109,10 +111,11 @@ class PerfParser:
             ent = PerfEntity(ref, etype, eid, times)
             self.entities[ref] = ent
         n = len(times)
-        for label, text, interval in values:
-            if label in ent.metrics or not n:
+        todo = [v for v in values if v[0] not in ent.metrics] if n else []
+        parsed = parse_series([text for _, text, _ in todo], n, parse_values)
+        for (label, _text, interval), arr in zip(todo, parsed, strict=True):
+            if label in ent.metrics:  # the same label twice in one entity: the first readable one wins
                 continue
-            arr = parse_values(text, n)
             if arr is None:
                 self.bad_values += 1
                 self._warn(f"{where}: {ref}/{label}: values do not match sampleInfo")
