@@ -45,9 +45,14 @@ def get_settings(request: Request) -> ServiceSettings:
 Settings = Annotated[ServiceSettings, Depends(get_settings)]
 
 
+def key_accepted(settings: ServiceSettings, key: str | None) -> bool:
+    """No keys configured, or `key` is one of them (compared in constant time)."""
+    return not settings.api_keys or any(secrets.compare_digest(key or "", k) for k in settings.api_keys)
+
+
 def require_api_key(settings: Settings, key: Annotated[str | None, Security(_key_header)] = None) -> None:
     """Write endpoints: open when no keys are configured, else X-API-Key must be one of them."""
-    if settings.api_keys and not any(secrets.compare_digest(key or "", k) for k in settings.api_keys):
+    if not key_accepted(settings, key):
         raise HTTPException(status.HTTP_401_UNAUTHORIZED, "missing or wrong X-API-Key", {"WWW-Authenticate": "APIKey"})
 
 

@@ -1,6 +1,7 @@
-"""`create_app(settings)`: the FastAPI application — JSON API, health, metrics, the UI when present —
-with its database (migrated here), model holder, queue (embedded, or Celery when a broker is set) and a
-maintenance thread (champion hot reload, bundle retention, re-queueing jobs a broker lost)."""
+"""`create_app(settings)`: the FastAPI application — JSON API, health, metrics, the bug trackers'
+webhooks, the UI when present — with its database (migrated here), model holder, queue (embedded, or
+Celery when a broker is set) and a maintenance thread (champion hot reload, bundle retention, re-queueing
+jobs a broker lost)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,9 +22,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service import store
 from service.api import api, ops
 from service.db import Database, get_database
+from service.feedback_routes import router as feedback_api
 from service.jobs import EmbeddedQueue
+from service.ledgers import SqlDeliveryLedger
 from service.metrics import Metrics, MetricsMiddleware
 from service.serving import ModelHolder
+from service.tables import Base, WebhookDelivery
+from service.webhook_routes import WebhookContext
+from service.webhook_routes import router as webhook_api
+from service.webhook_work import Integrations
 from vsandx.settings import ServiceSettings, get_service_settings
 
 log = logging.getLogger(__name__)
@@ -36,16 +43,18 @@ class Queue(Protocol):
     def start(self) -> None: ...
     def stop(self, timeout: float = 10.0) -> None: ...
     def submit(self, job_id: str) -> None: ...
+    def submit_webhook(self, job: Mapping[str, Any]) -> str: ...
     def wait(self, job_id: str, timeout: float) -> str: ...
     def ping(self) -> str: ...
 
 
-def make_queue(database: Database, settings: ServiceSettings, holder: ModelHolder) -> Queue:
+def make_queue(database: Database, settings: ServiceSettings, holder: ModelHolder,
+               integrations: Integrations | None = None) -> Queue:  # fmt: skip
     if settings.broker_url:
         from service.tasks import CeleryQueue  # Celery only when a broker is configured
 
-        return CeleryQueue(database, settings)
-    return EmbeddedQueue(database, settings, holder)
+        return CeleryQueue(database, settings)  # the Celery workers read the tracker settings themselves
+    return EmbeddedQueue(database, settings, holder, integrations)
 
 
 class UploadLimit:
@@ -125,11 +134,13 @@ def _maintain(app: FastAPI, stop: threading.Event) -> None:
             log.exception("maintenance round failed")
 
 
-def create_app(settings: ServiceSettings | None = None) -> FastAPI:
+def create_app(settings: ServiceSettings | None = None, integrations: Integrations | None = None) -> FastAPI:
+    """`integrations`: the bug trackers and SMTP (default: from VSANDX_* variables)."""
     s = settings or get_service_settings()
     database = get_database(s)
     holder = ModelHolder(s)
-    queue = make_queue(database, s, holder)
+    integrations = integrations or Integrations.from_env()
+    queue = make_queue(database, s, holder, integrations)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -153,7 +164,15 @@ def create_app(settings: ServiceSettings | None = None) -> FastAPI:
     )
     app.state.settings, app.state.database, app.state.holder, app.state.queue = s, database, holder, queue
     app.state.metrics = Metrics(database, holder, lambda: queue.name)
+    ledger = SqlDeliveryLedger(database.session, Base.metadata.tables[WebhookDelivery.__tablename__])
+
+    def enqueue(job: dict[str, Any]) -> None:  # the worker runs service.webhook_work on it
+        queue.submit_webhook(job)
+
+    app.state.webhooks = WebhookContext(integrations.trackers, ledger, enqueue)
     app.include_router(api)
+    app.include_router(feedback_api)
+    app.include_router(webhook_api)
     app.include_router(ops)
     _include_ui(app)
     app.add_middleware(UploadLimit, max_bytes=s.max_upload_bytes)

@@ -1,5 +1,6 @@
 """Accepting an upload: stream it to the store by sha256 (size-limited), check that it opens as a
-bundle, and queue a job. Nothing is extracted; a refused upload leaves nothing behind."""
+bundle, and queue a job. Nothing is extracted; a refused upload leaves nothing behind. Bundles a
+bug tracker holds go through the same `store_upload` (service.webhook_work)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,13 @@ def check_opens(path: Path, filename: str, config: PipelineConfig | None = None)
 
 def accept_upload(db: Session, settings: ServiceSettings, src: BinaryIO, filename: str | None) -> Job:
     """Store the upload by content and queue its diagnosis; raises UploadTooLarge or UnreadableBundle."""
+    sha256, name = store_upload(db, settings, src, filename)
+    return store.create_job(db, sha256, name)
+
+
+def store_upload(db: Session, settings: ServiceSettings, src: BinaryIO, filename: str | None) -> tuple[str, str]:
+    """Store a bundle by content once it is known to open; (sha256, cleaned file name). Raises
+    UploadTooLarge or UnreadableBundle, leaving nothing behind. Uploads and tracker attachments."""
     name = clean_filename(filename)
     spooled, sha256, size = store.spool_upload(settings, src, settings.max_upload_bytes)
     try:
@@ -47,4 +55,4 @@ def accept_upload(db: Session, settings: ServiceSettings, src: BinaryIO, filenam
         spooled.unlink(missing_ok=True)
         raise
     store.keep_bundle(db, settings, spooled, sha256, size, name)
-    return store.create_job(db, sha256, name)
+    return sha256, name

@@ -8,7 +8,8 @@ Embedded queue (VSANDX_BROKER_URL unset): worker threads in the API process, wok
 API accepts a job, and any number of `vsandx worker` processes on the same database, polling every
 VSANDX_POLL_S. A worker that dies (killed, machine restarted) leaves its job `running` with a lease;
 when the lease (VSANDX_LEASE_S) runs out, any worker claims it again. Nothing accepted is lost because
-nothing lives outside the database. With Celery the same `execute` runs inside the task.
+nothing lives outside the database. With Celery the same `execute` runs inside the task. The same
+workers run the bug trackers' webhook deliveries (jobs of kind `webhook`, service.webhook_work).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
@@ -29,6 +32,9 @@ from service.doorbell import Doorbell
 from service.serving import ModelHolder, ModelUnavailable
 from service.tables import Job
 from vsandx.settings import ServiceSettings
+
+if TYPE_CHECKING:
+    from service.webhook_work import Integrations, WebhookWorker
 
 log = logging.getLogger(__name__)
 FINISHED = ("done", "failed")
@@ -176,10 +182,12 @@ def work_loop(
     notifier: Notifier | None = None,
     owner: str | None = None,
     doorbell: Doorbell | None = None,
+    webhooks: WebhookWorker | None = None,
 ) -> None:
     """Claim and run jobs until `stop` is set (the embedded queue's worker). Idle, it sleeps until
     `notifier` wakes it (a job accepted by this process, or rung through `doorbell`), looking at the
-    queue anyway every FALLBACK_POLL_S; without a notifier it polls every poll_s."""
+    queue anyway every FALLBACK_POLL_S; without a notifier it polls every poll_s. With `webhooks`, it
+    also runs queued tracker deliveries (after the diagnoses waiting)."""
     backoff = settings.poll_s
     next_orphan_check = 0.0
     while not stop.is_set():
@@ -190,6 +198,8 @@ def work_loop(
                     recover_orphans(db)
                     next_orphan_check = time.monotonic() + ORPHAN_CHECK_S
                 job = store.claim_job(db, owner or worker_name(), settings.lease_s, settings.max_attempts)
+                if job is None and webhooks is not None:
+                    job = webhooks.claim(db, owner or worker_name())
                 if job is None:
                     if notifier:
                         notifier.idle(FALLBACK_POLL_S)
@@ -197,7 +207,10 @@ def work_loop(
                         stop.wait(settings.poll_s)
                     continue
                 job_id = job.id
-                status = execute(db, settings, holder, job)
+                if webhooks is not None and job.kind != "diagnose":
+                    status = webhooks.execute(db, job)
+                else:
+                    status = execute(db, settings, holder, job)
             log.info("job %s: %s", job_id, status)
             if notifier:
                 notifier.finished(job_id)
@@ -219,8 +232,12 @@ class EmbeddedQueue:
 
     name = "embedded"
 
-    def __init__(self, database: Database, settings: ServiceSettings, holder: ModelHolder) -> None:
+    def __init__(self, database: Database, settings: ServiceSettings, holder: ModelHolder,
+                 integrations: Integrations | None = None) -> None:  # fmt: skip
+        from service.webhook_work import WebhookWorker  # it builds on this module
+
         self.database, self.settings, self.holder = database, settings, holder
+        self.webhooks = WebhookWorker(database, settings, holder, integrations)
         self.notifier = Notifier()
         self.doorbell: Doorbell | None = None
         self._stop = threading.Event()
@@ -235,7 +252,16 @@ class EmbeddedQueue:
         for i in range(self.settings.embedded_workers):
             t = threading.Thread(
                 target=work_loop,
-                args=(self.database, self.settings, self.holder, self._stop, self.notifier, None, self.doorbell),
+                args=(
+                    self.database,
+                    self.settings,
+                    self.holder,
+                    self._stop,
+                    self.notifier,
+                    None,
+                    self.doorbell,
+                    self.webhooks,
+                ),
                 name=f"vsandx-worker-{i}",
                 daemon=True,
             )
@@ -256,6 +282,15 @@ class EmbeddedQueue:
         self.notifier.submitted()
         if self.doorbell is not None:
             self.doorbell.ring("worker", job_id)
+
+    def submit_webhook(self, job: Mapping[str, Any]) -> str:
+        """Queue a tracker delivery's work (service.webhook_work); raises when it cannot be recorded."""
+        from service.webhook_work import submit
+
+        with self.database.session() as db:
+            job_id = submit(db, self.settings, job)
+        self.submit(job_id)
+        return job_id
 
     def wait(self, job_id: str, timeout: float) -> str:
         return wait_for_job(self.database, job_id, timeout, self.notifier, self.settings.poll_s)

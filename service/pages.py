@@ -9,20 +9,23 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 from markupsafe import Markup
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from pipeline.errors import BundleError
-from service import store
+from service import feedback, store
 from service.chart_render import chart_svgs
 from service.charts import Chart, cached_bundle, charts_for
+from service.feedback import InvalidFeedback, allowed_labels
 from service.markdown_lite import render
-from service.schemas import DiagnosisResource
+from service.schemas import DiagnosisResource, FeedbackIn, RetrainOut
 from vsandx.faults import COMPONENT_KINDS, FAULT_IDS, FAULTS
 from vsandx.settings import ServiceSettings
 
@@ -117,7 +120,31 @@ def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any
         "groups": groups,
         "charts_note": charts_note,
         "pending": res.status in ("queued", "running"),
+        "feedback": feedback.feedback_for(db, job_id) or [],
+        "choices": {k: allowed_labels(k) for k in COMPONENT_KINDS},
+        "need_key": bool(settings.api_keys),
     }
+
+
+def feedback_in(form: Mapping[str, str]) -> FeedbackIn:
+    """The detail page's feedback form as the API's input: `label:<component id>` selects (empty =
+    confirm the verdict), and a missed fault (`missed_component`, `missed_fault`). Raises
+    InvalidFeedback, or pydantic's ValidationError (see `form_error`)."""
+    labels = {k.removeprefix("label:"): v for k, v in form.items() if k.startswith("label:") and v}
+    missed, fault = form.get("missed_component", ""), form.get("missed_fault", "")
+    if missed and fault:
+        if labels.get(missed, fault) != fault:
+            raise InvalidFeedback(f'labels["{missed}"]', f"given {labels[missed]!r} and, as a missed fault, {fault!r}")
+        labels[missed] = fault
+    elif missed or fault:
+        raise InvalidFeedback("missed fault", "pick both the component and the fault, or neither")
+    return FeedbackIn(author=form.get("author", ""), labels=labels, comment=form.get("comment") or None)
+
+
+def form_error(e: Exception) -> str:
+    if isinstance(e, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, err['loc'])) or 'form'}: {err['msg']}" for err in e.errors())
+    return str(e)
 
 
 def chart_png(db: Session, settings: ServiceSettings, job_id: str, k: int) -> bytes | None:
@@ -168,7 +195,7 @@ def report_file(info: dict[str, Any], name: str) -> Path | None:
     return path if path.is_file() else None
 
 
-def model(info: dict[str, Any]) -> dict[str, Any]:
+def model(info: dict[str, Any], retrains: list[RetrainOut] | None = None) -> dict[str, Any]:
     folder = report_folder(info)
     report = None
     if folder is not None and (md := folder / "report.md").is_file():
@@ -181,7 +208,8 @@ def model(info: dict[str, Any]) -> dict[str, Any]:
     written = None
     if not info.get("trained_at") and info.get("folder") and (cfg := Path(info["folder"]) / "config.json").is_file():
         written = datetime.fromtimestamp(cfg.stat().st_mtime, UTC)  # a model folder: when it was saved
-    return {"info": info, "report": report, "ready": bool(info.get("ready")), "written": written}
+    return {"info": info, "report": report, "ready": bool(info.get("ready")), "written": written,
+            "retrains": retrains or []}  # fmt: skip
 
 
 def upload(settings: ServiceSettings, info: dict[str, Any]) -> dict[str, Any]:

@@ -66,3 +66,68 @@ class Readiness(BaseModel):
 
 class ErrorOut(BaseModel):
     detail: str
+
+
+def retrain_url(retrain_id: int) -> str:
+    return f"{API_PREFIX}/model/retrains/{retrain_id}"
+
+
+class FeedbackIn(BaseModel):
+    """An engineer's verdict on a finished diagnosis. Components left out of `labels` are confirmed (the
+    model's verdict stands); a fault the model missed is a `none` verdict given its fault here."""
+
+    author: str = Field(min_length=1, max_length=255, pattern=r"\S", description="who gives the feedback")
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description='component id -> "none" or a fault id its kind can carry (corrections and missed faults)',
+        examples=[{"nic:esx-02.lab.local/vmnic1": "none", "disk:esx-01.lab.local/naa.5000c5": "disk.latency"}],
+    )
+    comment: str | None = Field(None, max_length=4000)
+
+
+class FeedbackOut(BaseModel):
+    id: int
+    sha256: str
+    diagnosis_model: ModelOut = Field(description="the model whose diagnosis was judged")
+    author: str
+    labels: dict[str, str] = Field(description="every component's label, as labels.json's `components`")
+    corrections: dict[str, str] = Field(description="the labels that differ from the model's verdicts")
+    comment: str | None = None
+    created_at: datetime
+    retrain_id: int | None = Field(None, description="the retrain that used it first, once one has")
+    retrain_url: str | None = None
+
+
+class FeedbackList(BaseModel):
+    items: list[FeedbackOut]
+
+
+class RetrainIn(BaseModel):
+    requested_by: str | None = Field(None, max_length=255)
+
+
+class RetrainOut(BaseModel):
+    """A retrain and its promotion decision: the candidate becomes champion only if it is at least as
+    good on the field test set and better on the feedback set."""
+
+    id: int
+    trigger: Literal["feedback", "demand"]
+    status: Status
+    requested_by: str | None = None
+    feedback_count: int
+    champion_version: str | None = None
+    candidate_version: str | None = None
+    promoted: bool | None = None
+    reason: str | None = None
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    mlflow_run_id: str | None = None
+    error: str | None = None
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    url: str
+
+
+class RetrainList(BaseModel):
+    items: list[RetrainOut]
+    total: int

@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from service.schemas import DiagnosisList, DiagnosisResource, ModelOut, status_url
-from service.tables import Bundle, Diagnosis, Job, utcnow
+from service.tables import Bundle, Diagnosis, Feedback, Job, utcnow
 from vsandx.settings import ServiceSettings
 
 CHUNK = 1 << 20
@@ -94,14 +94,21 @@ def keep_bundle(db: Session, settings: ServiceSettings, spooled: Path, sha256: s
 
 
 def purge_expired(db: Session, settings: ServiceSettings, now: datetime | None = None) -> list[str]:
-    """Delete the bytes of bundles not uploaded again within the retention period and with no
-    unfinished job; their rows, jobs and diagnoses stay. Returns the purged sha256s."""
+    """Delete the bytes of bundles not uploaded again within the retention period, with no unfinished
+    job and no engineer feedback (they are training data); their rows, jobs and diagnoses stay.
+    Returns the purged sha256s."""
     if settings.retention_days <= 0:
         return []
     cutoff = (now or utcnow()) - timedelta(days=settings.retention_days)
     busy = select(Job.sha256).where(Job.status.in_(("queued", "running")))
+    labelled = select(Feedback.sha256)
     rows = db.scalars(
-        select(Bundle).where(Bundle.last_seen < cutoff, Bundle.purged_at.is_(None), Bundle.sha256.not_in(busy))
+        select(Bundle).where(
+            Bundle.last_seen < cutoff,
+            Bundle.purged_at.is_(None),
+            Bundle.sha256.not_in(busy),
+            Bundle.sha256.not_in(labelled),
+        )
     ).all()
     for row in rows:
         _bundle_file(settings, row.sha256).unlink(missing_ok=True)
@@ -111,9 +118,10 @@ def purge_expired(db: Session, settings: ServiceSettings, now: datetime | None =
 
 
 # --------------------------------------------------------------------------------------------- jobs
-def create_job(db: Session, sha256: str, filename: str, kind: str = "diagnose") -> Job:
+def create_job(db: Session, sha256: str, filename: str, kind: str = "diagnose", job_id: str | None = None) -> Job:
+    """A queued job (a new id, or `job_id`: see ensure_job). Commits."""
     job = Job(
-        id=str(uuid.uuid4()),
+        id=job_id or str(uuid.uuid4()),
         kind=kind,
         status="queued",
         sha256=sha256,
@@ -124,6 +132,21 @@ def create_job(db: Session, sha256: str, filename: str, kind: str = "diagnose") 
     db.add(job)
     db.commit()
     return job
+
+
+def ensure_job(db: Session, job_id: str, sha256: str, filename: str, kind: str = "diagnose") -> Job:
+    """The job `job_id`, created queued when it does not exist yet (a deterministic id makes a repeated
+    request, e.g. a retried tracker task, land on the same job and diagnosis resource)."""
+    found = db.get(Job, job_id, populate_existing=True)
+    if found is not None:
+        return found
+    try:
+        return create_job(db, sha256, filename, kind, job_id)
+    except IntegrityError:  # created concurrently
+        db.rollback()
+        found = db.get(Job, job_id, populate_existing=True)
+        assert found is not None
+        return found
 
 
 def claim_job(
@@ -222,8 +245,9 @@ def find_diagnosis(db: Session, sha256: str, model_name: str, model_version: str
     ).first()
 
 
-def complete_job(db: Session, job_id: str, attempt: int, diagnosis_id: int) -> bool:
-    """Mark the job done with its diagnosis, only if this attempt still holds it (exactly once)."""
+def complete_job(db: Session, job_id: str, attempt: int, diagnosis_id: int | None) -> bool:
+    """Mark the job done with its diagnosis (None for a job that makes none, e.g. a tracker delivery),
+    only if this attempt still holds it (exactly once)."""
     return _finish(db, job_id, attempt, status="done", diagnosis_id=diagnosis_id, error=None)
 
 
@@ -237,6 +261,18 @@ def requeue_job(db: Session, job_id: str, attempt: int) -> bool:
         update(Job)
         .where(Job.id == job_id, Job.status == "running", Job.attempts == attempt)
         .values(status="queued", attempts=attempt - 1, lease_owner=None, lease_until=None)
+    )
+    db.commit()
+    return res.rowcount == 1  # type: ignore[attr-defined]
+
+
+def retry_later(db: Session, job_id: str, attempt: int, delay_s: float, error: str) -> bool:
+    """After a transient error: keep the job running, held by nobody, with a lease that ends in
+    `delay_s`, so any worker claims it again then (the attempt counts). The error stays visible."""
+    res = db.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == "running", Job.attempts == attempt)
+        .values(lease_owner=None, lease_until=utcnow() + timedelta(seconds=delay_s), error=error[:4000])
     )
     db.commit()
     return res.rowcount == 1  # type: ignore[attr-defined]

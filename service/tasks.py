@@ -1,5 +1,6 @@
-"""Celery, and only here: the app, the `vsandx.diagnose` and `vsandx.train` tasks, and the queue the
-API uses when VSANDX_BROKER_URL is set (Redis in production).
+"""Celery, and only here: the app, the `vsandx.diagnose`, `vsandx.webhook` (a bug tracker's delivery:
+service.webhook_work), `vsandx.train` and `vsandx.retrain` tasks, and the queue the API uses when
+VSANDX_BROKER_URL is set (Redis in production).
 
 Delivery is at least once (acks_late, reject_on_worker_lost: a message whose worker died goes back
 to the broker); the jobs table makes the effect exactly once: a task claims its job by compare-and-set,
@@ -15,8 +16,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -29,9 +31,13 @@ from service.jobs import FINISHED, Transient, execute, recover_orphans, wait_for
 from service.serving import ModelHolder
 from vsandx.settings import ServiceSettings, get_service_settings
 
+if TYPE_CHECKING:
+    from service.webhook_work import WebhookWorker
+
 log = logging.getLogger(__name__)
 DIAGNOSES, TRAINING = "diagnoses", "training"
 TRAIN_TIME_LIMIT_S = 3000.0  # capped below the visibility timeout
+WEBHOOK_TIME_LIMIT_S = 1800.0  # a delivery may diagnose several bundles; capped below the visibility timeout
 
 
 def check_limits(s: ServiceSettings) -> None:
@@ -59,7 +65,12 @@ def make_celery(s: ServiceSettings) -> Celery:
         worker_prefetch_multiplier=1,
         task_time_limit=s.task_time_limit_s,
         task_soft_time_limit=max(s.task_time_limit_s - 5.0, 0.8 * s.task_time_limit_s),
-        task_routes={"vsandx.diagnose": {"queue": DIAGNOSES}, "vsandx.train": {"queue": TRAINING}},
+        task_routes={
+            "vsandx.diagnose": {"queue": DIAGNOSES},
+            "vsandx.webhook": {"queue": DIAGNOSES},
+            "vsandx.train": {"queue": TRAINING},
+            "vsandx.retrain": {"queue": TRAINING},
+        },
         task_default_queue=DIAGNOSES,
         task_track_started=True,
         broker_transport_options=transport,
@@ -79,6 +90,17 @@ class _Context:
     settings: ServiceSettings | None = None
     database: Database | None = None
     holder: ModelHolder | None = None
+    webhooks: WebhookWorker | None = None
+
+    @classmethod
+    def get_webhooks(cls) -> WebhookWorker:
+        """The tracker and SMTP side (VSANDX_BUGZILLA_*, VSANDX_GITHUB_*, VSANDX_SMTP_*, …), made once."""
+        from service.webhook_work import WebhookWorker
+
+        settings, database, holder = cls.get()
+        if cls.webhooks is None:
+            cls.webhooks = WebhookWorker(database, settings, holder)
+        return cls.webhooks
 
     @classmethod
     def get(cls) -> tuple[ServiceSettings, Database, ModelHolder]:
@@ -95,7 +117,7 @@ class _Context:
 def _after_fork(**kwargs: Any) -> None:
     """A pool child must not share the parent's database connections; load the model once, here."""
     database_for.cache_clear()
-    _Context.database = _Context.holder = None
+    _Context.database = _Context.holder = _Context.webhooks = None
     _, _, holder = _Context.get()
     holder.refresh()
 
@@ -105,6 +127,7 @@ TRANSIENT = (Transient, OperationalError, ConnectionError, TimeoutError)
 
 def register_tasks(app: Celery, s: ServiceSettings) -> None:
     train_limit = min(TRAIN_TIME_LIMIT_S, 0.9 * s.visibility_timeout_s)
+    webhook_limit = min(WEBHOOK_TIME_LIMIT_S, 0.9 * s.visibility_timeout_s)
 
     @app.task(
         bind=True,
@@ -143,6 +166,35 @@ def register_tasks(app: Celery, s: ServiceSettings) -> None:
 
     @app.task(
         bind=True,
+        name="vsandx.webhook",
+        acks_late=True,
+        reject_on_worker_lost=True,
+        autoretry_for=TRANSIENT,
+        retry_backoff=True,
+        retry_backoff_max=60,
+        retry_jitter=True,
+        max_retries=s.max_retries,
+        time_limit=webhook_limit,
+        soft_time_limit=0.95 * webhook_limit,
+    )
+    def webhook(self: Task, job: dict[str, Any]) -> dict[str, Any]:
+        """The work of one admitted tracker delivery (service.webhooks.Answer.job): diagnose the bug's or
+        issue's bundles, comment once, email once. Transient errors (network, 5xx, a 4xx SMTP answer, no
+        model yet) are retried with backoff; the others end the task with the reason. What was sent is
+        in the sent_messages table, so a retry or a redelivered message sends nothing twice."""
+        from service.webhook_work import WebhookFailed
+
+        try:
+            return _Context.get_webhooks().run(job)
+        except WebhookFailed as e:
+            log.error("webhook delivery failed: %s", e)
+            return {"failed": str(e)}
+        except SoftTimeLimitExceeded:
+            log.error("webhook delivery took longer than %.0f s", 0.95 * webhook_limit)
+            return {"failed": f"took longer than {0.95 * webhook_limit:.0f} s"}
+
+    @app.task(
+        bind=True,
         name="vsandx.train",
         acks_late=True,
         reject_on_worker_lost=True,
@@ -156,6 +208,21 @@ def register_tasks(app: Celery, s: ServiceSettings) -> None:
         settings, _, _ = _Context.get()
         done = run_training(TrainConfig.preset(preset), settings, progress=False)
         return {"version": done.version, "champion": done.champion, "report": str(done.report)}
+
+    @app.task(
+        bind=True,
+        name="vsandx.retrain",
+        acks_late=True,
+        reject_on_worker_lost=True,
+        time_limit=train_limit,
+        soft_time_limit=0.95 * train_limit,
+    )
+    def retrain(self: Task, retrain_id: int) -> str:
+        """Retrain with engineer feedback and record the promotion decision (service.retraining)."""
+        from service.retraining import run_retrain
+
+        settings, database, _ = _Context.get()
+        return run_retrain(database, settings, retrain_id)
 
 
 class CeleryQueue:
@@ -190,12 +257,26 @@ class CeleryQueue:
         except Exception as e:  # kombu raises OperationalError and others when the broker is down
             log.error("could not send job %s to the broker (it stays queued and is re-sent): %s", job_id, e)
 
+    def submit_webhook(self, job: Mapping[str, Any]) -> str:
+        """Send a tracker delivery's work to the diagnoses queue; raises when the broker does not take
+        it (the route answers 503 and the tracker retries). Returns the task id. No result is kept: the
+        worker logs what the delivery did, and not subscribing to a result keeps a broken broker's
+        answer fast (a tracker gives up on a webhook after about 10 s)."""
+        policy = {"max_retries": 2, "interval_start": 0.1, "interval_step": 0.5}
+        res = self.app.send_task("vsandx.webhook", args=[dict(job)], queue=DIAGNOSES, retry=True, retry_policy=policy,
+                                 ignore_result=True)  # fmt: skip
+        return str(res.id)
+
     def wait(self, job_id: str, timeout: float) -> str:
         return wait_for_job(self.database, job_id, timeout, None, self.settings.poll_s)
 
     def submit_training(self, preset: str) -> str:
         """Send a training run to the training queue; returns its task id."""
         return str(self.app.send_task("vsandx.train", args=[preset], queue=TRAINING).id)
+
+    def submit_retrain(self, retrain_id: int) -> str:
+        """Send a queued retrain (service.retraining) to the training queue; returns the task id."""
+        return str(self.app.send_task("vsandx.retrain", args=[retrain_id], queue=TRAINING).id)
 
     def training_status(self, task_id: str) -> dict[str, Any]:
         res = self.app.AsyncResult(task_id)

@@ -1,19 +1,24 @@
 """The engineer's web pages, rendered on the server: upload, the list of diagnoses, one diagnosis with
-its charts, the served model. Each route reads what it needs (service.pages) and fills a template.
-The upload page posts to the JSON API from the browser (static/upload.js) to show progress."""
+its charts and a feedback form, the served model with its retrain decisions. Each route reads what it
+needs (service.pages) and fills a template. The upload page posts to the JSON API from the browser
+(static/upload.js) to show progress; the feedback and "retrain now" forms are plain HTML forms."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import jinja2
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
-from service import pages
+from service import feedback as fb
+from service import pages, retraining
+from service.api import key_accepted
 from service.db import get_db
 from vsandx.faults import FAULTS
 from vsandx.settings import ServiceSettings
@@ -62,9 +67,38 @@ def list_page(
 
 
 @router.get("/diagnoses/{job_id}", response_class=HTMLResponse)
-def detail_page(request: Request, db: Db, job_id: str) -> HTMLResponse:
+def detail_page(
+    request: Request, db: Db, job_id: str, feedback: int | None = None, retrain: int | None = None
+) -> HTMLResponse:
     ctx = pages.detail(db, _settings(request), job_id)
-    return _page(request, "detail.html", ctx) if ctx else _not_found(request, f"No diagnosis {job_id}.")
+    if ctx is None:
+        return _not_found(request, f"No diagnosis {job_id}.")
+    return _page(request, "detail.html", ctx | {"thanks": feedback, "retrain": retrain})
+
+
+@router.post("/diagnoses/{job_id}/feedback", response_class=HTMLResponse)
+async def feedback_form(request: Request, job_id: str) -> Response:
+    """The detail page's feedback form: stored as the API stores it, then back to the page (303)."""
+    form = {k: v for k, v in (await request.form()).multi_items() if isinstance(v, str)}
+    return await run_in_threadpool(_give_feedback, request, job_id, form)
+
+
+def _give_feedback(request: Request, job_id: str, form: dict[str, str]) -> Response:
+    state, settings = request.app.state, _settings(request)
+    with state.database.session() as db:
+        try:
+            if not key_accepted(settings, form.get("api_key")):
+                raise PermissionError("the API key is missing or wrong")
+            row = fb.record_feedback(db, job_id, pages.feedback_in(form))
+        except fb.UnknownDiagnosis:
+            return _not_found(request, f"No diagnosis {job_id}.")
+        except (PermissionError, ValueError) as e:  # InvalidFeedback, NotFinished, ValidationError
+            ctx = pages.detail(db, settings, job_id) or {}
+            code = 401 if isinstance(e, PermissionError) else 422
+            return _page(request, "detail.html", ctx | {"feedback_error": pages.form_error(e), "form": form}, code)
+        opened = retraining.after_feedback(db, settings, state.queue, state.database)
+    query = {"feedback": row.id} | ({"retrain": opened.id} if opened else {})
+    return RedirectResponse(f"/diagnoses/{job_id}?{urlencode(query)}#feedback", status_code=303)
 
 
 @router.get("/diagnoses/{job_id}/charts/{k}.png")
@@ -75,9 +109,36 @@ def chart_png(request: Request, db: Db, job_id: str, k: int) -> Response:
     return Response(png, media_type="image/png")
 
 
+def _model_ctx(request: Request, db: Session) -> dict[str, Any]:
+    s = _settings(request)
+    ctx = pages.model(_model_info(request), retraining.list_retrains(db, 20).items)
+    return ctx | {"need_key": bool(s.api_keys), "min_feedback": s.retrain_min_feedback}
+
+
 @router.get("/model", response_class=HTMLResponse)
-def model_page(request: Request) -> HTMLResponse:
-    return _page(request, "model.html", pages.model(_model_info(request)))
+def model_page(request: Request, db: Db) -> HTMLResponse:
+    return _page(request, "model.html", _model_ctx(request, db))
+
+
+@router.post("/model/retrains", response_class=HTMLResponse)
+async def retrain_form(request: Request) -> Response:
+    """The model page's "retrain now" form."""
+    form = {k: v for k, v in (await request.form()).multi_items() if isinstance(v, str)}
+    return await run_in_threadpool(_retrain_now, request, form)
+
+
+def _retrain_now(request: Request, form: dict[str, str]) -> Response:
+    state, settings = request.app.state, _settings(request)
+    with state.database.session() as db:
+        error, code = None, 200
+        if not key_accepted(settings, form.get("api_key")):
+            error, code = "The API key is missing or wrong.", 401
+        elif (opened := retraining.open_retrain(db, settings, "demand", form.get("requested_by") or None)) is None:
+            error, code = "A retrain is already queued or running.", 409
+        else:
+            retraining.submit(state.queue, state.database, settings, opened.id)
+            return RedirectResponse("/model#retrains", status_code=303)
+        return _page(request, "model.html", _model_ctx(request, db) | {"retrain_error": error}, code)
 
 
 @router.get("/model/report/{name}")

@@ -1,4 +1,5 @@
-"""`vsandx worker` on the embedded queue: threads claiming jobs from the database until SIGTERM/SIGINT."""
+"""`vsandx worker` on the embedded queue: threads claiming jobs (diagnoses, tracker deliveries) from the
+database until SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from service.db import database_for
 from service.doorbell import Doorbell
 from service.jobs import Notifier, work_loop, worker_name
 from service.serving import ModelHolder
+from service.webhook_work import WebhookWorker
 from vsandx.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -22,6 +24,7 @@ def run_embedded_worker(settings: ServiceSettings, threads: int = 1) -> int:
     holder = ModelHolder(settings)
     if not holder.refresh() and not holder.current_model_info()["ready"]:
         log.warning("no model yet (%s); waiting for one", holder.current_model_info()["error"])
+    webhooks = WebhookWorker(database, settings, holder)  # tracker deliveries: VSANDX_BUGZILLA_* etc.
     stop = threading.Event()
 
     def _stop(signum: int, _frame: FrameType | None) -> None:
@@ -47,7 +50,7 @@ def run_embedded_worker(settings: ServiceSettings, threads: int = 1) -> int:
     workers = [
         threading.Thread(
             target=work_loop,
-            args=(database, settings, holder, stop, notifier, worker_name(f"w{i}"), doorbell),
+            args=(database, settings, holder, stop, notifier, worker_name(f"w{i}"), doorbell, webhooks),
             name=f"vsandx-worker-{i}",
         )
         for i in range(threads)

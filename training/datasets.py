@@ -1,9 +1,12 @@
-"""Datasets: simulated bundles run through the pipeline once, cached on disk by a config hash.
+"""Datasets: simulated bundles (or uploads engineers labelled) run through the pipeline once, cached on
+disk by a config hash.
 
 A dataset is a folder `<data_dir>/datasets/<profile>-<key>/` with one `.npz` per bundle (tensors and
 labels, see tensorstore) and `dataset.json`, the resolved spec with the pipeline schema version and
 the simulator version. Any change to either, or to the pipeline config, gives a new key, so a stale
 cache is never read. Bundles are simulated and tensorised in memory (never written as archives).
+Uploads that engineers labelled (`build_labelled`, from service feedback) are read from the stored
+upload by the same pipeline call; `combine` puts several sources (with weights) in one folder.
 """
 
 from __future__ import annotations
@@ -12,8 +15,9 @@ import hashlib
 import json
 import multiprocessing as mp
 import os
+import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
@@ -109,6 +113,70 @@ def build(
                     bar.update()
     doc = {**spec.resolved(cfg), "seconds": round(time.perf_counter() - t0, 2)}
     manifest.write_text(json.dumps(doc, indent=1) + "\n")  # written last: its presence means complete
+    return folder
+
+
+@dataclass(frozen=True)
+class LabelledBundle:
+    """An uploaded bundle whose every component an engineer labelled (service feedback): the other
+    source of datasets, beside the simulator. `labels` has labels.json's `components` shape."""
+
+    sha256: str
+    path: Path
+    labels: Mapping[str, str]
+
+
+def build_labelled(
+    items: Sequence[LabelledBundle], root: Path, cfg: PipelineConfig | None = None, source: str = "feedback"
+) -> Path:
+    """The dataset folder of labelled uploads, each read by the one pipeline path (`load_bundle`) and
+    stored like simulated ones; keyed by the bundles, their labels and the pipeline, so a changed label
+    gives a new folder. A bundle given twice keeps its last labels."""
+    cfg = cfg or PipelineConfig()
+    latest = {it.sha256: it for it in items}
+    doc = {
+        "schema": SCHEMA,
+        "source": source,
+        "bundles": {sha: dict(sorted(latest[sha].labels.items())) for sha in sorted(latest)},
+        "pipeline_schema": SCHEMA_VERSION,
+        "pipeline_config": asdict(cfg),
+    }
+    key = hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
+    folder = root / "datasets" / f"{source}-{key}"
+    manifest = folder / "dataset.json"
+    if manifest.exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    for sha, it in sorted(latest.items()):
+        path = folder / f"{sha[:20]}.npz"
+        if not path.exists():
+            tensorstore.save(path, load_bundle(it.path, cfg), it.labels)
+    done = {**doc, "bundles": sorted(latest), "n": len(latest), "seconds": round(time.perf_counter() - t0, 2)}
+    manifest.write_text(json.dumps(done, indent=1) + "\n")  # written last: its presence means complete
+    return folder
+
+
+def combine(parts: Sequence[tuple[Path, int]], root: Path) -> Path:
+    """One dataset folder holding the bundles of several (each `(folder, copies)`: a weight), linked,
+    not copied, so that anything reading one folder (a sweep trial) trains on all of them."""
+    names = [(p.name, n) for p, n in parts if n > 0]
+    key = hashlib.sha256(json.dumps(names).encode()).hexdigest()[:16]
+    folder = root / "datasets" / f"mix-{key}"
+    if (folder / "dataset.json").exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, (part, copies) in enumerate(parts):
+        for src in sorted(part.glob("*.npz")):
+            for c in range(copies):
+                dst = folder / f"{i:02d}-{c}-{src.name}"
+                if not dst.exists():
+                    try:
+                        os.link(src, dst)
+                    except OSError:  # another filesystem, or no hard links
+                        shutil.copyfile(src, dst)
+    doc = {"schema": SCHEMA, "source": "mix", "parts": [describe(p) | {"copies": n} for p, n in parts]}
+    (folder / "dataset.json").write_text(json.dumps(doc, indent=1) + "\n")
     return folder
 
 

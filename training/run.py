@@ -113,13 +113,60 @@ def _warm_start(data_dir: Path) -> list[dict[str, Any]]:
     return json.loads(path.read_text()) if path.exists() else []
 
 
-def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) -> Trained:
-    root = settings.data_dir.resolve()
-    sets = {
+def dataset_specs(cfg: TrainConfig) -> dict[str, DatasetSpec]:
+    """Lab bundles train, one field set selects (validation), another is the test set."""
+    return {
         "train": DatasetSpec("lab", cfg.lab, seed=cfg.seed * 10 + 1, partial=cfg.partial),
         "val": DatasetSpec("field", cfg.val, seed=cfg.seed * 10 + 2),
         "test": DatasetSpec("field", cfg.test, seed=cfg.seed * 10 + 3),
     }
+
+
+def sweep_and_rank(
+    cfg: TrainConfig,
+    train_dir: Path,
+    val_dir: Path,
+    warm: Sequence[dict[str, Any]],
+    tracker: Tracker,
+    out: Path,
+    settings: Settings,
+    progress: bool = True,
+) -> tuple[list[TrialOutcome], list[TrialOutcome]]:
+    """Sweep every family of `cfg` (each trial a nested run of the active one), warm-started from the
+    configs in `warm` of that family. Returns (every trial, the finished ones best first)."""
+    trials: list[TrialOutcome] = []
+    for fam in cfg.families:
+        fam_warm = [w for w in warm if w.get("model") == fam]
+        spec = SweepSpec(
+            fam,
+            max(cfg.samples, len(fam_warm)),
+            cfg.max_epochs,
+            cfg.grace_epochs,
+            overrides=cfg.overrides,
+            warm_start=fam_warm,
+            seed=cfg.seed,
+        )
+        for t in run_sweep(spec, train_dir, val_dir, out / "trials", settings.ray_address, progress):
+            trials.append(t)
+            with tracker.run(f"{fam}-trial", t.config, config={"model": fam}, nested=True) as r:
+                for i, rec in enumerate(t.history):
+                    curves = {k: v for k, v in rec.items() if k.startswith(("val_", "train_"))}
+                    r.log_metrics({k: v for k, v in curves.items() if isinstance(v, int | float)}, step=i + 1)
+                r.log_metrics(t.metrics)
+    ranked = sorted((t for t in trials if t.folder is not None), key=lambda t: -t.metrics.get("final_exact_match", 0.0))
+    if not ranked:
+        raise RuntimeError("no sweep trial finished: nothing to select")
+    return trials, ranked
+
+
+def winner_configs(top: Sequence[TrialOutcome]) -> list[dict[str, Any]]:
+    """What a later sweep starts from: each winner's family and config (its seed left to that sweep)."""
+    return [{"model": t.model, **{k: v for k, v in t.config.items() if k != "seed"}} for t in top]
+
+
+def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) -> Trained:
+    root = settings.data_dir.resolve()
+    sets = dataset_specs(cfg)
     folders = {k: build(s, root, workers=settings.sim_workers, progress=progress) for k, s in sets.items()}
     X, y = load_dataset(folders["train"])
     Xv, yv = load_dataset(folders["val"])
@@ -130,36 +177,10 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
     resolved = {**asdict(cfg), **{k: asdict(s) for k, s in sets.items()}}
     warm = _warm_start(root)
     with tracker.run(f"train-{stamp}", {"preset": resolved}, config=resolved) as parent:
-        trials: list[TrialOutcome] = []
-        for fam in cfg.families:
-            spec = SweepSpec(
-                fam,
-                cfg.samples,
-                cfg.max_epochs,
-                cfg.grace_epochs,
-                overrides=cfg.overrides,
-                warm_start=[w for w in warm if w.get("model") == fam],
-                seed=cfg.seed,
-            )
-            for t in run_sweep(spec, folders["train"], folders["val"], out / "trials", settings.ray_address, progress):
-                trials.append(t)
-                with tracker.run(f"{fam}-trial", t.config, config={"model": fam}, nested=True) as r:
-                    for i, rec in enumerate(t.history):
-                        r.log_metrics(
-                            {
-                                k: v
-                                for k, v in rec.items()
-                                if k.startswith(("val_", "train_")) and isinstance(v, int | float)
-                            },
-                            step=i + 1,
-                        )
-                    r.log_metrics(t.metrics)
-        ranked = sorted(
-            (t for t in trials if t.folder is not None), key=lambda t: -t.metrics.get("final_exact_match", 0.0)
-        )
-        if not ranked:
-            raise RuntimeError("no sweep trial finished: nothing to select")
+        trials, ranked = sweep_and_rank(cfg, folders["train"], folders["val"], warm, tracker, out, settings, progress)
         top = ranked[: cfg.top_k]
+        winners = winner_configs(top)
+        parent.log_dict(winners, "winners.json")  # what a retrain warm-starts from when this is champion
         ensemble = EnsembleDiagnoser.of([load_model(t.folder) for t in top if t.folder])
         scores = [_score("cnn-ensemble", "cnn-ensemble", ensemble, Xt, yt, 0.0)]
         best = load_model(top[0].folder) if top[0].folder else ensemble
@@ -199,7 +220,6 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
     promote = _beats_champion(tracker, settings, ens.exact_match, Xt, yt, root)
     if promote:
         tracker.promote(ref)
-    winners = [{"model": t.model, **{k: v for k, v in t.config.items() if k != "seed"}} for t in top]
     (root / "sweeps").mkdir(parents=True, exist_ok=True)
     (root / "sweeps" / "winners.json").write_text(json.dumps(winners, indent=1, default=str))
     return Trained(promote, ref.version, report, scores)

@@ -45,8 +45,11 @@ class Run:
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
         mlflow.log_metrics({k: float(v) for k, v in metrics.items()}, step=step)
 
-    def log_dict(self, doc: Mapping[str, Any], name: str) -> None:
-        mlflow.log_dict(dict(doc), name)
+    def log_dict(self, doc: Mapping[str, Any] | list[Any], name: str) -> None:
+        mlflow.log_dict(doc if isinstance(doc, list) else dict(doc), name)  # type: ignore[arg-type]  # any JSON
+
+    def set_tags(self, tags: Mapping[str, str]) -> None:
+        mlflow.set_tags(dict(tags))
 
     def log_artifact(self, path: Path, folder: str | None = None) -> None:
         mlflow.log_artifact(str(path), folder)
@@ -104,6 +107,13 @@ class Tracker:
         except MlflowException:
             return None
         return ModelRef(name, str(mv.version), mv.run_id or "", mv.source or "", dict(mv.tags))
+
+    def run_json(self, run_id: str, name: str) -> Any:
+        """A JSON artifact a run logged (Run.log_dict), or None when it has none."""
+        try:
+            return mlflow.artifacts.load_dict(f"runs:/{run_id}/{name}")
+        except (MlflowException, OSError, ValueError):
+            return None
 
     def download(self, ref: ModelRef, dst: Path) -> Path:
         dst.mkdir(parents=True, exist_ok=True)

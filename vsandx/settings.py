@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -99,6 +99,14 @@ class ServiceSettings(Settings):
     max_attempts: int = 3
     # Retries (with exponential backoff) for transient errors only: database or broker hiccups.
     max_retries: int = 5
+    # Engineer feedback: a retrain is queued once this many feedbacks no retrain used yet have come in
+    # (0 = only on demand). It trains with the preset below (smoke | quick | full).
+    retrain_min_feedback: int = 20
+    retrain_preset: Literal["smoke", "quick", "full"] = "quick"
+    # Share of feedback-labelled bundles (chosen by sha256) kept out of training to judge candidates on.
+    retrain_feedback_holdout: float = 0.25
+    # A queued or running retrain older than this no longer blocks a new one (its worker died).
+    retrain_timeout_s: float = 3600.0
 
     @field_validator("api_keys", mode="before")
     @classmethod

@@ -1,0 +1,195 @@
+"""The work a webhook delivery queued (service.webhook_routes), wired to the service: real Bugzilla /
+GitHub clients and SMTP from their settings, each attached bundle stored and diagnosed the way an
+upload is, every comment and email recorded in the `sent_messages` table.
+
+`WebhookWorker.run(job)` is the body of the Celery task `vsandx.webhook` (service.tasks) and of the
+embedded queue's `webhook` jobs (`submit` / `claim` / `execute` here, run by service.jobs.work_loop).
+
+A tracker's bundle becomes a diagnosis job whose id is derived from (bundle sha256, model name, model
+version), so a retried task lands on the same diagnosis resource: the comment (keyed by that id) and
+the emails (Message-ID from that id) are found in the sent log and not sent again. The diagnosis runs
+inline in the worker that runs the delivery (no second queue hop: a one-slot worker cannot deadlock).
+
+Errors: transient ones (network, 5xx, 4xx SMTP answers, no model yet, database hiccups) raise
+`service.jobs.Transient`, which the Celery task retries with backoff and the embedded queue retries
+after a delay; the others raise `WebhookFailed` (the job fails with the reason, no retry).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import random
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from sqlalchemy.orm import Session
+
+from service import store, webhooks
+from service.db import Database
+from service.digest import findings_of
+from service.intake import store_upload
+from service.jobs import Transient, execute, wait_for_job, worker_name
+from service.ledgers import SqlSentLog
+from service.notify import MailError, NotifySettings
+from service.serving import ModelHolder, ModelUnavailable
+from service.tables import Base, Job, SentMessage
+from service.tracker_flow import Outcome
+from service.trackers import BadPayload, TrackerHTTPError, TrackerSettings
+from vsandx.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
+KIND = "webhook"  # Job.kind of a queued delivery on the embedded queue
+# Tracker diagnosis job ids: uuid5 of "sha256 \0 model name \0 model version" in this namespace.
+JOB_NAMESPACE = uuid.UUID("5b0c7e36-3f5e-4d8e-9a57-1f0e2c4d6a10")
+MAX_PAYLOAD = 8 * webhooks.WEBHOOK_MAX_BODY  # the queued job as JSON (escapes may grow the body)
+BACKOFF_MAX_S = 60.0  # the Celery task's retry_backoff_max
+
+
+@dataclass(frozen=True)
+class Integrations:
+    """The outside world a delivery's work talks to; from VSANDX_* variables (and .env) by default."""
+
+    trackers: TrackerSettings
+    notify: NotifySettings
+    transport: httpx.BaseTransport | None = None  # tests only: an httpx transport for the trackers
+
+    @classmethod
+    def from_env(cls) -> Integrations:
+        return cls(TrackerSettings(), NotifySettings())
+
+
+class WebhookFailed(RuntimeError):
+    """A delivery whose work cannot succeed by trying again (bad credentials, a bug gone, bad payload)."""
+
+
+def backoff_s(attempt: int) -> float:
+    """Delay before attempt `attempt + 1`: exponential from 1 s, capped, with jitter (as Celery's)."""
+    return min(BACKOFF_MAX_S, 2.0 ** max(0, attempt - 1)) * random.uniform(0.5, 1.0)
+
+
+def summary(out: Outcome) -> dict[str, Any]:
+    """What a finished delivery did, JSON-serialisable (the Celery task's result, the worker's log)."""
+    return {
+        "subject": out.subject,
+        "relevant": out.relevant,
+        "reason": out.reason,
+        "diagnoses": [
+            {"name": r.name, "id": r.diagnosis_id, "faults": sorted({str(f.get("fault")) for f in findings_of(r.doc)})}
+            for r in out.reports
+        ],
+        "refused": out.refused,
+        "comment_id": out.comment_id,
+        "mails_sent": [m.message_id for m in out.mails if m.sent],
+        "mail_errors": out.mail_errors,
+    }
+
+
+class WebhookWorker:
+    """Runs queued deliveries in a worker process (Celery or embedded) on the service's database, bundle
+    store and served model."""
+
+    def __init__(self, database: Database, settings: ServiceSettings, holder: ModelHolder,
+                 integrations: Integrations | None = None) -> None:  # fmt: skip
+        self.database, self.settings, self.holder = database, settings, holder
+        self.integrations = integrations or Integrations.from_env()
+        self.sent_log = SqlSentLog(database.session, Base.metadata.tables[SentMessage.__tablename__])
+        trackers = self.integrations.trackers
+        # a delivery may diagnose several bundles: its lease covers one diagnosis each, and the rest
+        self.lease_s = settings.lease_s * (1 + max(1, trackers.tracker_max_attachments))
+
+    # ------------------------------------------------------------------------------- the task body
+    def run(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        """The queued work of one delivery; raises Transient (retry later) or WebhookFailed."""
+        i = self.integrations
+        try:
+            out = webhooks.run(job, trackers=i.trackers, notify=i.notify, diagnose=self.diagnose,
+                               sent_log=self.sent_log, transport=i.transport)  # fmt: skip
+        except (TrackerHTTPError, MailError) as e:
+            if e.transient:
+                raise Transient(str(e)) from e
+            raise WebhookFailed(str(e)) from e
+        except (BadPayload, KeyError, TypeError) as e:
+            raise WebhookFailed(f"queued delivery unusable: {type(e).__name__}: {e}") from e
+        done = summary(out)
+        log.info("webhook %s: %s", out.subject, json.dumps(done))
+        return done
+
+    def diagnose(self, name: str, data: bytes) -> tuple[str, Mapping[str, Any]]:
+        """`tracker_flow.Diagnose`: store the bytes like an upload, diagnose them with the served model
+        (or find the diagnosis made before); (diagnosis resource id, document). Raises ValueError for
+        a bundle that cannot be read (reported on the bug), Transient to retry."""
+        try:
+            self.holder.maybe_refresh()
+            model = self.holder.get()
+        except ModelUnavailable as e:
+            raise Transient(f"no model to serve: {e}") from e
+        with self.database.session() as db:
+            sha256, clean = store_upload(db, self.settings, io.BytesIO(data), name)
+            job_id = str(uuid.uuid5(JOB_NAMESPACE, f"{sha256}\0{model.name}\0{model.version}"))
+            store.ensure_job(db, job_id, sha256, clean)
+            return job_id, self._result(db, job_id)
+
+    def _result(self, db: Session, job_id: str) -> Mapping[str, Any]:
+        s = self.settings
+        for _ in range(3):
+            res = store.get_diagnosis(db, job_id)
+            if res is None:
+                raise Transient(f"diagnosis job {job_id} vanished")
+            if res.status == "done" and res.diagnosis is not None:
+                return res.diagnosis
+            if res.status == "failed":
+                raise ValueError(res.error or "diagnosis failed")
+            job = store.claim_job(db, worker_name("tracker"), s.lease_s, s.max_attempts, job_id=job_id)
+            if job is not None:
+                execute(db, s, self.holder, job)  # Transient (it gave the job back) goes up: retry
+            else:  # another worker holds it (the same bundle on two bugs at once): its result will do
+                wait_for_job(self.database, job_id, s.task_time_limit_s, None, s.poll_s)
+        raise Transient(f"diagnosis job {job_id} is still running elsewhere")
+
+    # ---------------------------------------------------------------------- the embedded queue
+    def claim(self, db: Session, owner: str) -> Job | None:
+        """A queued delivery, or one whose retry delay or lease is over. After 1 + max_retries tries
+        claim_job fails it (only a worker dying every time gets there: see execute)."""
+        return store.claim_job(db, owner, self.lease_s, 1 + self.settings.max_retries, kind=KIND)
+
+    def execute(self, db: Session, job: Job) -> str:
+        """Run a claimed delivery: "done", "failed", "retry" (a transient error: claimable again after a
+        backoff) or "lost" (another attempt took it over)."""
+        attempt, job_id = job.attempts, job.id
+        path = store.bundle_path(self.settings, job.sha256)
+        try:
+            if path is None:
+                raise WebhookFailed("the queued delivery is no longer stored (retention)")
+            self.run(json.loads(path.read_bytes()))
+        except Transient as e:
+            if attempt > self.settings.max_retries:
+                return _fail(db, job_id, attempt, f"gave up after {attempt} attempts: {e}")
+            delay = backoff_s(attempt)
+            log.warning("webhook job %s attempt %d: %s; again in %.1f s", job_id, attempt, e, delay)
+            return "retry" if store.retry_later(db, job_id, attempt, delay, str(e)) else "lost"
+        except WebhookFailed as e:
+            return _fail(db, job_id, attempt, str(e))
+        except Exception as e:  # a bug: fail it with the reason rather than retry it blindly
+            log.exception("webhook job %s failed", job_id)
+            return _fail(db, job_id, attempt, f"{type(e).__name__}: {e}")
+        return "done" if store.complete_job(db, job_id, attempt, None) else "lost"
+
+
+def submit(db: Session, settings: ServiceSettings, job: Mapping[str, Any]) -> str:
+    """Queue a delivery's job on the embedded queue: its JSON kept in the content store, a `webhook` job
+    row pointing at it. Returns the job id; raises on any failure (the route then answers 503)."""
+    raw = json.dumps(dict(job), ensure_ascii=False).encode()
+    name = f"webhook-{job.get('source', 'unknown')}.json"
+    spooled, sha256, size = store.spool_upload(settings, io.BytesIO(raw), MAX_PAYLOAD)
+    store.keep_bundle(db, settings, spooled, sha256, size, name)
+    return store.create_job(db, sha256, name, kind=KIND).id
+
+
+def _fail(db: Session, job_id: str, attempt: int, reason: str) -> str:
+    log.error("webhook job %s failed: %s", job_id, reason)
+    return "failed" if store.fail_job(db, job_id, attempt, reason) else "lost"
