@@ -1,4 +1,4 @@
-# One image for every vsandx role (simulate now; api, worker, train-worker later).
+# One image for every role of docker-compose.yml: api, worker, train-worker, beat, mlflow, simulate.
 FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml README.md ./
@@ -8,7 +8,7 @@ COPY data data
 COPY models models
 COPY training training
 COPY service service
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir '.[pipeline,models,training,service]'
 ENV VSANDX_DATA_DIR=/var/lib/vsandx
 VOLUME ["/var/lib/vsandx"]
 ENTRYPOINT ["vsandx"]

@@ -1,6 +1,6 @@
 """`create_app(settings)`: the FastAPI application — JSON API, health, metrics, the bug trackers'
 webhooks, the UI when present — with its database (migrated here), model holder, queue (embedded, or
-Celery when a broker is set) and a maintenance thread (champion hot reload, bundle retention, re-queueing
+Celery when a broker is set) and a maintenance thread (champion hot reload, housekeeping, re-queueing
 jobs a broker lost)."""
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any, Protocol
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service import store
 from service.api import api, ops
 from service.db import Database, get_database
 from service.feedback_routes import router as feedback_api
+from service.housekeeping import housekeeping
 from service.jobs import EmbeddedQueue
 from service.ledgers import SqlDeliveryLedger
 from service.metrics import Metrics, MetricsMiddleware
@@ -115,18 +115,16 @@ class _TooLarge(Exception):
 
 
 def _maintain(app: FastAPI, stop: threading.Event) -> None:
-    """Champion hot reload every model_poll_s, retention hourly, lost broker jobs re-sent."""
+    """Champion hot reload every model_poll_s, housekeeping (retention, retrain check) every
+    housekeeping_s unless `vsandx beat` does it, lost broker jobs re-sent."""
     s: ServiceSettings = app.state.settings
-    next_purge = 0.0
+    next_upkeep = 0.0
     while not stop.wait(max(0.5, min(s.model_poll_s, s.lease_s / 2, 30.0))):
         try:
             app.state.holder.maybe_refresh()
-            if time.monotonic() >= next_purge:
-                with app.state.database.session() as db:
-                    purged = store.purge_expired(db, s)
-                if purged:
-                    log.info("retention: purged %d bundle(s)", len(purged))
-                next_purge = time.monotonic() + 3600
+            if s.housekeeping_in_api and time.monotonic() >= next_upkeep:
+                housekeeping(app.state.database, s, app.state.queue)
+                next_upkeep = time.monotonic() + s.housekeeping_s
             reap = getattr(app.state.queue, "reap", None)
             if reap is not None:
                 reap()

@@ -70,6 +70,15 @@ def make_celery(s: ServiceSettings) -> Celery:
             "vsandx.webhook": {"queue": DIAGNOSES},
             "vsandx.train": {"queue": TRAINING},
             "vsandx.retrain": {"queue": TRAINING},
+            "vsandx.housekeeping": {"queue": DIAGNOSES},
+        },
+        # `vsandx beat`: housekeeping every housekeeping_s; a late one is dropped, not piled up
+        beat_schedule={
+            "housekeeping": {
+                "task": "vsandx.housekeeping",
+                "schedule": s.housekeeping_s,
+                "options": {"queue": DIAGNOSES, "expires": s.housekeeping_s},
+            }
         },
         task_default_queue=DIAGNOSES,
         task_track_started=True,
@@ -209,6 +218,15 @@ def register_tasks(app: Celery, s: ServiceSettings) -> None:
         done = run_training(TrainConfig.preset(preset), settings, progress=False)
         return {"version": done.version, "champion": done.champion, "report": str(done.report)}
 
+    @app.task(bind=True, name="vsandx.housekeeping", autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
+    def housekeeping_task(self: Task) -> dict[str, Any]:
+        """Retention and the feedback retrain check (service.housekeeping), scheduled by `vsandx beat`."""
+        from service.housekeeping import housekeeping
+
+        settings, database, _ = _Context.get()
+        done = housekeeping(database, settings, _RetrainSender(self.app))
+        return {"purged": done.purged, "retrain_id": done.retrain_id}
+
     @app.task(
         bind=True,
         name="vsandx.retrain",
@@ -223,6 +241,16 @@ def register_tasks(app: Celery, s: ServiceSettings) -> None:
 
         settings, database, _ = _Context.get()
         return run_retrain(database, settings, retrain_id)
+
+
+class _RetrainSender:
+    """What retraining.submit needs from a queue, inside a task: send to the training queue."""
+
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+
+    def submit_retrain(self, retrain_id: int) -> str:
+        return str(self.app.send_task("vsandx.retrain", args=[retrain_id], queue=TRAINING).id)
 
 
 class CeleryQueue:
@@ -337,3 +365,27 @@ def run_worker(settings: ServiceSettings, queues: str, concurrency: int, pool: s
             "--without-mingle",
         ]
     )
+
+
+def run_beat(settings: ServiceSettings, loglevel: str = "INFO") -> None:
+    """`vsandx beat`: the Celery beat scheduler (housekeeping every housekeeping_s). Run exactly one per
+    deployment; its schedule state lives in <data_dir>/run/celerybeat-schedule."""
+    _Context.settings = settings
+    app = make_celery(settings)
+    state = settings.data_dir / "run"
+    state.mkdir(parents=True, exist_ok=True)
+    app.start(["beat", "-l", loglevel, "-s", str(state / "celerybeat-schedule")])
+
+
+def ping_local_workers(settings: ServiceSettings, timeout: float = 5.0) -> list[str]:
+    """The Celery workers of this host that answer a ping (`vsandx worker --ping`, a container's
+    healthcheck: each container has its own host name)."""
+    import socket
+
+    app = make_celery(settings)
+    try:
+        replies = app.control.ping(timeout=timeout) or []
+    finally:
+        app.pool.force_close_all()
+    host = socket.gethostname()
+    return sorted(name for r in replies for name in r if name.endswith(f"@{host}"))

@@ -11,24 +11,69 @@ from tests.conftest import REPO
 from vsandx.cli import build_parser
 
 INFRA = {"redis", "postgres", "mailpit"}  # third-party images the vsandx services talk to
+ROLES = {"api", "worker", "train-worker", "beat", "mlflow"}  # long-running services of the vsandx image
+
+
+def _compose() -> dict:
+    return yaml.safe_load((REPO / "docker-compose.yml").read_text())
 
 
 def test_compose_services_use_the_image_and_valid_commands() -> None:
-    doc = yaml.safe_load((REPO / "docker-compose.yml").read_text())
+    doc = _compose()
     services = doc["services"]
-    assert {"api", "worker", "train-worker"} <= set(services)
+    assert set(services) >= ROLES | INFRA
     parser = build_parser()
     for name, svc in services.items():
         if name in INFRA:
             image = svc["image"]
             assert ":" in image and not image.endswith(":latest"), f"{name}: pin the image's version"
             continue
-        assert svc.get("build") == "." and svc.get("image") == "vsandx:latest", name
+        assert svc.get("build") == "." and svc.get("image") == "vsandx:latest", name  # one image
+        if name == "mlflow":
+            continue  # its own entrypoint: test_compose_mlflow_server
         assert any(v.endswith(":/var/lib/vsandx") for v in svc["volumes"]), name
         parser.parse_args(svc["command"])  # raises SystemExit on a command the CLI would refuse
         env = svc["environment"]
         assert env["VSANDX_BROKER_URL"].startswith("redis://redis:") and "@postgres:" in env["VSANDX_DATABASE_URL"]
-    assert set(doc["volumes"]) >= {"vsandx-data"}
+        assert env["VSANDX_MLFLOW_TRACKING_URI"] == "http://mlflow:5000"
+        assert env["VSANDX_HOUSEKEEPING_IN_API"] == "false"  # beat schedules it
+    assert services["beat"]["command"] == ["beat"]
+    assert {"training"} == set(
+        services["train-worker"]["command"][services["train-worker"]["command"].index("--queues") + 1].split(",")
+    )
+    assert set(doc["volumes"]) >= {"vsandx-data", "mlflow-data"}
+
+
+def test_compose_healthchecks_and_start_order() -> None:
+    """Every long-running service but beat has a healthcheck whose vsandx command the CLI accepts;
+    services wait for the health of what they need."""
+    services = _compose()["services"]
+    parser = build_parser()
+    for name in (ROLES | INFRA) - {"beat"}:
+        test = services[name]["healthcheck"]["test"]
+        assert test[0] in ("CMD", "CMD-SHELL"), name
+        if test[1] == "vsandx":
+            parser.parse_args(test[2:])
+    assert services["worker"]["healthcheck"]["test"][1:] == ["vsandx", "worker", "--ping"]
+    for name, svc in services.items():
+        for dep, cond in (svc.get("depends_on") or {}).items() if isinstance(svc.get("depends_on"), dict) else []:
+            assert "healthcheck" in services[dep], f"{name} waits for {dep}, which has no healthcheck"
+            assert cond["condition"] == "service_healthy", (name, dep)
+    assert {"redis", "postgres", "mlflow"} <= set(services["api"]["depends_on"])
+
+
+def test_compose_mlflow_server() -> None:
+    """The tracking server runs from the vsandx image with arguments its installed CLI accepts, and
+    answers on the host name the other services use."""
+    from mlflow.cli import cli
+
+    svc = _compose()["services"]["mlflow"]
+    assert svc["entrypoint"] == ["mlflow"] and svc["command"][0] == "server"
+    args = svc["command"][1:]
+    ctx = cli.commands["server"].make_context("server", list(args))  # parses only; raises on a bad option
+    assert ctx.params["serve_artifacts"] and ctx.params["port"] == 5000
+    assert "mlflow:5000" in ctx.params["allowed_hosts"]
+    assert any(v.endswith(":/var/lib/mlflow") for v in svc["volumes"])
 
 
 def test_dockerfile_copies_every_package() -> None:
@@ -37,12 +82,15 @@ def test_dockerfile_copies_every_package() -> None:
     for pattern in include:
         assert f"COPY {pattern.rstrip('*')} " in text
     assert 'ENTRYPOINT ["vsandx"]' in text
+    # every role's dependencies: the API and workers need these extras, mlflow its server
+    (extras,) = re.findall(r"pip install --no-cache-dir '\.\[([a-z,]+)\]'", text)
+    assert {"pipeline", "models", "training", "service"} <= set(extras.split(","))
 
 
 def test_compose_mail_catcher_for_development() -> None:
     """Mailpit catches the emailed reports in development only (profile dev), on the SMTP port the
     development block of .env.example points at, its web UI on loopback."""
-    services = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]
+    services = _compose()["services"]
     mail = services["mailpit"]
     assert mail["profiles"] == ["dev"] and mail["image"].startswith("axllent/mailpit:v")
     assert "127.0.0.1:8025:8025" in mail["ports"] and "127.0.0.1:1025:1025" in mail["ports"]

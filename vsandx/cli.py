@@ -6,6 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 
 def _positive(text: str) -> int:
@@ -242,6 +243,8 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from vsandx.settings import get_service_settings
 
     settings = get_service_settings()
+    if args.ping:
+        return _ping_workers(settings)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if settings.broker_url:
         from service.tasks import run_worker
@@ -251,6 +254,40 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     from service.worker import run_embedded_worker
 
     return run_embedded_worker(settings, args.concurrency or 1)
+
+
+def _ping_workers(settings: Any) -> int:
+    """Exit 0 when a Celery worker of this host answers (a healthcheck); embedded: the database opens."""
+    if settings.broker_url:
+        from service.tasks import ping_local_workers
+
+        alive = ping_local_workers(settings)
+        print(", ".join(alive) or "no Celery worker of this host answered", file=sys.stderr)
+        return 0 if alive else 1
+    from sqlalchemy import text
+
+    from service.db import database_for
+
+    with database_for(settings.sqlalchemy_url).session() as db:
+        db.execute(text("SELECT 1"))
+    return 0
+
+
+def _cmd_beat(args: argparse.Namespace) -> int:
+    import logging
+
+    from vsandx.settings import get_service_settings
+
+    settings = get_service_settings()
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not settings.broker_url:
+        print("vsandx beat: needs VSANDX_BROKER_URL (the embedded queue's API process does housekeeping)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    from service.tasks import run_beat
+
+    run_beat(settings, args.log_level.upper())
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -323,7 +360,11 @@ def build_parser() -> argparse.ArgumentParser:
     wk.add_argument("--concurrency", type=_positive, default=None, help="processes (Celery) or threads (embedded)")
     wk.add_argument("--pool", default="prefork", choices=("prefork", "solo", "threads"), help="Celery pool")
     wk.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    wk.add_argument("--ping", action="store_true", help="exit 0 when a worker of this host answers (healthcheck)")
     wk.set_defaults(func=_cmd_worker)
+    bt = sub.add_parser("beat", help="the Celery scheduler of periodic housekeeping (one per deployment)")
+    bt.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    bt.set_defaults(func=_cmd_beat)
     return parser
 
 

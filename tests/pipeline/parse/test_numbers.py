@@ -15,7 +15,9 @@ plain = st.one_of(
     st.floats(-1e9, 1e9, allow_nan=False).map(lambda x: f"{x:.{abs(hash(x)) % 7}f}"),
     st.sampled_from(["None", "null", "0", "-0", "0.0", "007", "123456789012345", "1234567890123456"]),
 )
-odd = st.sampled_from(["", " 1", "1e3", "nan", "inf", "-", "1.", ".5", "-.5", "1.2.3", "1-2", "--1", "x", "NONE", "1,5"])
+odd = st.sampled_from(
+    ["", " 1", "1e3", "nan", "inf", "-", "1.", ".5", "-.5", "1.2.3", "1-2", "--1", "x", "NONE", "1,5"]
+)
 field = st.one_of(plain, plain, plain, odd)
 
 

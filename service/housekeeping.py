@@ -1,0 +1,41 @@
+"""Periodic upkeep of the service: bundle retention and the feedback retrain check.
+
+One `housekeeping` call does both; it runs every VSANDX_HOUSEKEEPING_S in the API's maintenance thread
+(embedded default), and in a deployment with a broker as the `vsandx.housekeeping` task that
+`vsandx beat` schedules on the diagnoses queue (then set VSANDX_HOUSEKEEPING_IN_API=false so several
+API replicas do not repeat it). The retrain check catches what the per-feedback trigger cannot: feedback
+given back by a failed retrain, a retrain whose worker died (older than VSANDX_RETRAIN_TIMEOUT_S), a
+threshold lowered since. Both steps are idempotent, so a duplicate run changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from service import retraining, store
+from service.db import Database
+from vsandx.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Upkeep:
+    purged: int  # bundles whose bytes the retention period removed
+    retrain_id: int | None  # a retrain this round queued
+
+
+def housekeeping(database: Database, settings: ServiceSettings, queue: Any) -> Upkeep:
+    """Purge expired bundles, then queue a retrain when enough unused feedback waits (sent through
+    `queue`'s `submit_retrain`, or a thread here without a broker; see retraining.submit)."""
+    with database.session() as db:
+        purged = store.purge_expired(db, settings)
+        opened = retraining.maybe_trigger(db, settings)
+        retrain_id = opened.id if opened is not None else None
+    if retrain_id is not None:
+        retraining.submit(queue, database, settings, retrain_id)
+    if purged or retrain_id is not None:
+        log.info("housekeeping: purged %d bundle(s); retrain queued: %s", len(purged), retrain_id)
+    return Upkeep(len(purged), retrain_id)
