@@ -1,6 +1,6 @@
 """Retraining with engineer feedback, and the decision whether the candidate replaces the champion.
 
-`retrain` trains on the preset's lab set plus the feedback-labelled uploads (FEEDBACK_WEIGHT copies
+`retrain` trains on the preset's lab and varied sets plus the feedback-labelled uploads (FEEDBACK_WEIGHT copies
 each: they are few, and real), with a sweep warm-started from the champion's recorded configs (the
 winners.json its training run logged; else its own members' hyperparameters), and takes the top-k
 ensemble as the candidate. Candidate and champion are scored on the preset's field test set and on the
@@ -24,8 +24,8 @@ from models.base import Diagnoser, SchemaMismatch, load_model
 from models.ensemble import EnsembleDiagnoser
 from models.metrics import component_accuracy, exact_match
 from pipeline.tensors import BundleTensors
-from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, combine, load_dataset
-from training.run import TrainConfig, dataset_specs, sweep_and_rank, winner_configs
+from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, load_dataset
+from training.run import TrainConfig, dataset_specs, sweep_and_rank, training_folder, training_parts, winner_configs
 from training.tracking import ModelRef, Run, Tracker
 from vsandx.settings import Settings
 
@@ -205,10 +205,10 @@ def _sweep_candidate(
 ) -> Diagnoser:
     """The top-k ensemble of a sweep over the lab set plus the feedback bundles (weighted)."""
     root = settings.data_dir.resolve()
-    lab = build(specs["train"], root, workers=settings.sim_workers, progress=progress)
     val = build(specs["val"], root, workers=settings.sim_workers, progress=progress)
-    parts = [(lab, 1)] + ([(build_labelled(fb_train, root), FEEDBACK_WEIGHT)] if fb_train else [])
-    _, ranked = sweep_and_rank(cfg, combine(parts, root), val, warm, tracker, out, settings, progress)
+    parts = training_parts(specs, settings, progress)
+    parts += [(build_labelled(fb_train, root), FEEDBACK_WEIGHT)] if fb_train else []
+    _, ranked = sweep_and_rank(cfg, training_folder(parts, root), val, warm, tracker, out, settings, progress)
     top = ranked[: cfg.top_k]
     run.log_dict(winner_configs(top), "winners.json")  # the next retrain starts here if this one wins
     return EnsembleDiagnoser.of([load_model(t.folder) for t in top if t.folder])

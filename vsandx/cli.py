@@ -142,6 +142,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         k: v
         for k, v in {
             "lab": args.lab,
+            "varied": args.varied,
             "val": args.val,
             "test": args.test,
             "samples": args.samples,
@@ -335,6 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--quick", action="store_true", help="small sweep, all baselines, the report (minutes)")
     size.add_argument("--smoke", action="store_true", help="tiny end-to-end run (CI)")
     tr.add_argument("--lab", type=_positive, help="lab training bundles")
+    tr.add_argument("--varied", type=int, help="field-profile training bundles (domain randomisation; 0 = lab only)")
     tr.add_argument("--val", type=_positive, help="field validation bundles (selection)")
     tr.add_argument("--test", type=_positive, help="field test bundles (never used for a decision)")
     tr.add_argument("--samples", type=_positive, help="sweep trials per CNN family")

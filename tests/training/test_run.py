@@ -50,3 +50,23 @@ def test_second_run_reuses_data_and_guards_promotion(trained: tuple[Settings, Tr
     champ = Tracker(settings.data_dir).champion(settings.registered_model)
     assert champ is not None and again.version == "2"
     assert champ.version == ("2" if again.champion else "1")
+
+
+def test_training_set_is_lab_plus_varied_never_the_field_sets(trained: tuple[Settings, Trained]) -> None:
+    """Varied (field-profile) bundles train beside the lab's, from seeds of their own: the validation
+    and test sets stay bundles no training step saw."""
+    import json
+
+    from training.run import dataset_specs
+
+    specs = dataset_specs(TrainConfig.preset("quick"))
+    assert specs["train"].profile == "lab" and specs["varied"].profile == "field"
+    assert len({specs[k].seed for k in ("varied", "val", "test")}) == 3
+    assert "varied" not in dataset_specs(TrainConfig(varied=0))
+    settings, done = trained
+    cfg = TrainConfig.preset("smoke")
+    (mix,) = (settings.data_dir / "datasets").glob("mix-*")
+    parts = json.loads((mix / "dataset.json").read_text())["parts"]
+    assert [(p["profile"], p["n"]) for p in parts] == [("lab", cfg.lab), ("field", cfg.varied)]
+    assert len(list(mix.glob("*.npz"))) == cfg.lab + cfg.varied
+    assert f"({cfg.lab} lab + {cfg.varied} varied)" in done.report.read_text()
