@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.base import KIND_LABELS, Labels, kind_targets
+from models.seeds import clip_members, member_outputs
 from pipeline.channels import KIND_CHANNEL_DEFS, KIND_STATIC
 from pipeline.tensors import BundleTensors
 from vsandx.faults import COMPONENT_KINDS
@@ -273,13 +274,14 @@ def fit_network(
                     coarsen(a, int(aug.choice(COARSEN_FACTORS))) if d < p.coarsen_p else a
                     for a, d in zip(chosen, draws, strict=True)
                 ]
-            batch = collate(chosen, device)
-            loss = batch_loss(net(batch), batch, weights)
+            batch = collate(chosen, device)  # once for every member of a seed stack
+            member_losses = [batch_loss(out, batch, weights) for out in member_outputs(net, batch)]
+            loss = torch.stack(member_losses).sum()  # members share no weights: independent gradients
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            nn.utils.clip_grad_norm_(net.parameters(), p.grad_clip)
+            clip_members(net, p.grad_clip)
             opt.step()
-            losses.append(loss.item())
+            losses.append(loss.item() / len(member_losses))
         sched.step()
         record: dict[str, Any] = {
             "epoch": epoch + 1,
