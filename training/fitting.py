@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from models.base import LABELS, Diagnoser
 from models.metrics import component_accuracy, exact_match
 from models.registry import create_model
 from pipeline.tensors import BundleTensors
@@ -73,3 +74,31 @@ def fit_and_score(
         epochs = len(getattr(model, "history_", [])) or 1
         on_epoch({"epoch": epochs + 1, "val_exact_match": scores["final_exact_match"], **scores})
     return scores
+
+
+def select_members(models: Sequence[Diagnoser], Xv: Sequence[BundleTensors], yv: Sequence[Labels], k: int) -> list[int]:
+    """Greedy ensemble selection on the validation set (Caruana et al. 2004, without replacement).
+
+    `models` come best first; the first is always kept, and each next one joins only when the average
+    of the probabilities with it is at least as good on validation exact match (component accuracy
+    breaking ties) as without it, up to k members. A weak trial never dilutes the winners: averaging in
+    a member that never calls some fault lowers that fault's recall for the whole ensemble.
+    """
+    probas = [m.predict_proba(Xv) for m in models]
+
+    def score(members: list[int]) -> tuple[float, float]:
+        pred = [
+            {cid: LABELS[int(np.argmax(np.mean([probas[i][b][cid] for i in members], axis=0)))] for cid in probas[0][b]}
+            for b in range(len(Xv))
+        ]
+        return exact_match(yv, pred), component_accuracy(yv, pred)
+
+    chosen = [0]
+    best = score(chosen)
+    for i in range(1, len(models)):
+        if len(chosen) >= k:
+            break
+        trial = score([*chosen, i])
+        if trial >= best:
+            chosen, best = [*chosen, i], trial
+    return chosen

@@ -25,6 +25,7 @@ from models.ensemble import EnsembleDiagnoser
 from models.metrics import component_accuracy, exact_match
 from pipeline.tensors import BundleTensors
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, load_dataset
+from training.fitting import select_members
 from training.run import TrainConfig, dataset_specs, sweep_and_rank, training_folder, training_parts, winner_configs
 from training.tracking import ModelRef, Run, Tracker
 from vsandx.settings import Settings
@@ -209,9 +210,10 @@ def _sweep_candidate(
     parts = training_parts(specs, settings, progress)
     parts += [(build_labelled(fb_train, root), FEEDBACK_WEIGHT)] if fb_train else []
     _, ranked = sweep_and_rank(cfg, training_folder(parts, root), val, warm, tracker, out, settings, progress)
-    top = ranked[: cfg.top_k]
-    run.log_dict(winner_configs(top), "winners.json")  # the next retrain starts here if this one wins
-    return EnsembleDiagnoser.of([load_model(t.folder) for t in top if t.folder])
+    fitted = [load_model(t.folder) for t in ranked if t.folder]
+    chosen = select_members(fitted, *load_dataset(val), cfg.top_k)
+    run.log_dict(winner_configs([ranked[i] for i in chosen]), "winners.json")  # the next retrain starts here
+    return EnsembleDiagnoser.of([fitted[i] for i in chosen])
 
 
 def _version_tags(run_id: str, field: Scores, feedback: Scores, test: DatasetSpec) -> dict[str, str]:

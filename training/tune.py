@@ -164,7 +164,9 @@ def run_sweep(
         final = {
             k: float(v)
             for k, v in r.metrics.items()
-            if k.startswith(("val_", "final_")) and isinstance(v, int | float) and not np.isnan(v)
+            if (k.startswith(("val_", "final_")) or k == "fit_seconds")
+            and isinstance(v, int | float)
+            and not np.isnan(v)
         }
         outcomes.append(TrialOutcome(spec.model, dict(r.config or {}), final, history, saved))
     outcomes.sort(key=lambda o: o.metrics.get("final_exact_match", o.metrics.get(METRIC, 0.0)), reverse=True)
