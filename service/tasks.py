@@ -137,18 +137,18 @@ TRANSIENT = (Transient, OperationalError, ConnectionError, TimeoutError)
 def register_tasks(app: Celery, s: ServiceSettings) -> None:
     train_limit = min(TRAIN_TIME_LIMIT_S, 0.9 * s.visibility_timeout_s)
     webhook_limit = min(WEBHOOK_TIME_LIMIT_S, 0.9 * s.visibility_timeout_s)
+    # at least once, acknowledged after the work; transient errors retried with jittered backoff
+    durable: dict[str, Any] = {
+        "acks_late": True,
+        "reject_on_worker_lost": True,
+        "autoretry_for": TRANSIENT,
+        "retry_backoff": True,
+        "retry_backoff_max": 60,
+        "retry_jitter": True,
+        "max_retries": s.max_retries,
+    }
 
-    @app.task(
-        bind=True,
-        name="vsandx.diagnose",
-        acks_late=True,
-        reject_on_worker_lost=True,
-        autoretry_for=TRANSIENT,
-        retry_backoff=True,
-        retry_backoff_max=60,
-        retry_jitter=True,
-        max_retries=s.max_retries,
-    )
+    @app.task(bind=True, name="vsandx.diagnose", **durable)
     def diagnose(self: Task, job_id: str) -> str:
         """Diagnose job `job_id` (its upload is in the store); returns the job's final status."""
         settings, database, holder = _Context.get()
@@ -174,17 +174,7 @@ def register_tasks(app: Celery, s: ServiceSettings) -> None:
                 return "failed"
 
     @app.task(
-        bind=True,
-        name="vsandx.webhook",
-        acks_late=True,
-        reject_on_worker_lost=True,
-        autoretry_for=TRANSIENT,
-        retry_backoff=True,
-        retry_backoff_max=60,
-        retry_jitter=True,
-        max_retries=s.max_retries,
-        time_limit=webhook_limit,
-        soft_time_limit=0.95 * webhook_limit,
+        bind=True, name="vsandx.webhook", time_limit=webhook_limit, soft_time_limit=0.95 * webhook_limit, **durable
     )
     def webhook(self: Task, job: dict[str, Any]) -> dict[str, Any]:
         """The work of one admitted tracker delivery (service.webhooks.Answer.job): diagnose the bug's or

@@ -40,6 +40,11 @@ def _age(database: Database, sha: str, days: float) -> None:
         db.commit()
 
 
+def _ping(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "vsandx.cli", "worker", "--ping"]
+    return subprocess.run(cmd, env={**os.environ, **env}, cwd=REPO, capture_output=True, text=True, timeout=60)
+
+
 def test_purges_expired_bundles_and_queues_a_retrain_once(tmp_path: Path) -> None:
     settings = ServiceSettings(data_dir=tmp_path / "var", retention_days=7, retrain_min_feedback=2)
     database = Database(settings.sqlalchemy_url)
@@ -91,14 +96,7 @@ def test_beat_schedules_housekeeping_for_a_celery_worker(tmp_path: Path) -> None
 
         until(purged, timeout=60, every=0.25)
         assert (tmp_path / "var" / "run").is_dir()  # beat keeps its schedule state under the data folder
-        ping = subprocess.run(
-            [sys.executable, "-m", "vsandx.cli", "worker", "--ping"],
-            env={**os.environ, **env},
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        ping = _ping(env)
         assert ping.returncode == 0, ping.stderr
         assert "vsandx-diagnoses-" in ping.stderr
     finally:
@@ -106,14 +104,7 @@ def test_beat_schedules_housekeeping_for_a_celery_worker(tmp_path: Path) -> None
         stop_process(worker)
         database.dispose()
         print((tmp_path / "beat.log").read_text()[-2000:], (tmp_path / "worker.log").read_text()[-2000:])
-    stopped = subprocess.run(
-        [sys.executable, "-m", "vsandx.cli", "worker", "--ping"],
-        env={**os.environ, **env},
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    stopped = _ping(env)
     assert stopped.returncode == 1 and "no Celery worker of this host answered" in stopped.stderr
 
 
