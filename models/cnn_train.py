@@ -187,16 +187,26 @@ def class_weights(train: Sequence[BundleArrays], power: float) -> dict[str, Tens
     return out
 
 
-def batch_loss(logits: Mapping[str, Tensor], batch: Batch, weights: Mapping[str, Tensor]) -> Tensor:
-    """Class-weighted cross-entropy summed over every labelled component, divided by their number."""
-    total = sum(
-        F.cross_entropy(
-            logits[k], batch.kinds[k].target, weight=weights[k].to(logits[k].device), ignore_index=-1, reduction="sum"
-        )
-        for k in COMPONENT_KINDS
-    )
-    n = sum(int((batch.kinds[k].target >= 0).sum()) for k in COMPONENT_KINDS)
-    return total / max(n, 1)  # type: ignore[return-value]
+def batch_loss(
+    logits: Mapping[str, Tensor], batch: Batch, weights: Mapping[str, Tensor], kind_balance: float = 0.0
+) -> Tensor:
+    """Class-weighted cross-entropy over every labelled component.
+
+    kind_balance 0: summed over components and divided by their number, so a kind weighs by its count
+    (a 4-host bundle: ~40 disks, one cluster). 1: every kind weighs the same (the mean of each kind's
+    mean), so the cluster's faults, one label per bundle, are not drowned by the disks'. In between:
+    kind k's components weigh (n / n_k) ** kind_balance.
+    """
+    sums, counts = {}, {}
+    for k in COMPONENT_KINDS:
+        target = batch.kinds[k].target
+        w = weights[k].to(logits[k].device)
+        sums[k] = F.cross_entropy(logits[k], target, weight=w, ignore_index=-1, reduction="sum")
+        counts[k] = int((target >= 0).sum())
+    n = sum(counts.values())
+    kw = {k: (n / c) ** kind_balance if c else 0.0 for k, c in counts.items()}
+    total = sum(kw[k] * sums[k] for k in COMPONENT_KINDS)
+    return total / max(sum(kw[k] * counts[k] for k in COMPONENT_KINDS), 1e-9)  # type: ignore[return-value]
 
 
 @torch.inference_mode()
@@ -233,6 +243,7 @@ class TrainParams(Protocol):
     epochs: int
     batch_size: int
     class_weight_power: float
+    kind_balance: float
     grad_clip: float
     patience: int
     seed: int
@@ -275,7 +286,8 @@ def fit_network(
                     for a, d in zip(chosen, draws, strict=True)
                 ]
             batch = collate(chosen, device)  # once for every member of a seed stack
-            member_losses = [batch_loss(out, batch, weights) for out in member_outputs(net, batch)]
+            outs = member_outputs(net, batch)
+            member_losses = [batch_loss(out, batch, weights, p.kind_balance) for out in outs]
             loss = torch.stack(member_losses).sum()  # members share no weights: independent gradients
             opt.zero_grad(set_to_none=True)
             loss.backward()

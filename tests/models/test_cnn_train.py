@@ -58,3 +58,24 @@ def test_early_stopping_keeps_the_best_exact_match(lab: LabData) -> None:
     )
     best = max(h["val_exact_match"] for h in m.history_)
     assert exact_match(yv, m.predict(Xv)) == best  # the restored weights are the best epoch's
+
+
+def test_kind_balance_weighs_every_kind_alike(lab: LabData) -> None:
+    import torch.nn.functional as F
+
+    from models.base import KIND_LABELS
+    from models.cnn_train import batch_loss
+    from vsandx.faults import COMPONENT_KINDS
+
+    batch = collate([to_arrays(bt, labels) for bt, labels in zip(lab.X[:2], lab.y[:2], strict=True)])
+    torch.manual_seed(0)
+    logits = {k: torch.randn(len(batch.kinds[k].target), len(KIND_LABELS[k])) for k in COMPONENT_KINDS}
+    ones = {k: torch.ones(len(KIND_LABELS[k])) for k in COMPONENT_KINDS}
+    per_kind = {
+        k: F.cross_entropy(logits[k], batch.kinds[k].target, ignore_index=-1, reduction="none") for k in COMPONENT_KINDS
+    }
+    labelled = {k: per_kind[k][batch.kinds[k].target >= 0] for k in COMPONENT_KINDS}
+    by_component = torch.cat(list(labelled.values())).mean()
+    by_kind = torch.stack([v.mean() for v in labelled.values() if len(v)]).mean()
+    torch.testing.assert_close(batch_loss(logits, batch, ones), by_component)
+    torch.testing.assert_close(batch_loss(logits, batch, ones, kind_balance=1.0), by_kind)
