@@ -61,9 +61,9 @@ class TrainConfig:
                 test=200,
                 families=("cnn_small",),
                 samples=4,
-                max_epochs=15,
+                max_epochs=12,
                 grace_epochs=5,
-                overrides={"epochs": 15, "depth": 2},
+                overrides={"epochs": 12, "depth": 2},
                 curve=(0.5, 1.0),
             )
         if name == "smoke":  # CI: every step end to end, tiny
