@@ -1,6 +1,7 @@
 """End to end in real headless Chromium: the service runs (uvicorn, embedded defaults, a small model),
 the browser uploads a simulated bundle through the upload page, follows the progress to the diagnosis
-page, and reads the verdicts and charts there. Skipped locally without Chromium, a failure under CI."""
+page, reads the verdicts and charts there, and corrects a verdict through the feedback form. Skipped
+locally without Chromium, a failure under CI."""
 
 from __future__ import annotations
 
@@ -135,6 +136,23 @@ def test_upload_a_bundle_and_read_the_verdict(server: str, browser: Any, bundles
     title = charts[0].find_element(By.TAG_NAME, "title").get_attribute("textContent")
     assert first["fault"] in title and first["component"] in title
     _shot(browser, "detail")
+
+    # the engineer corrects the first finding (not that fault: healthy) and signs; the feedback is stored
+    from selenium.webdriver.support.ui import Select
+
+    pick = browser.find_element(By.CSS_SELECTOR, f'select[name="label:{first["component"]}"]')
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'});", pick)
+    Select(pick).select_by_value("none")
+    browser.find_element(By.ID, "author").send_keys("Jane Engineer")
+    browser.find_element(By.ID, "comment").send_keys("link is fine, switch port checked")
+    browser.find_element(By.ID, "feedback-submit").click()
+    thanks = WebDriverWait(browser, 30, poll_frequency=0.1).until(lambda d: d.find_elements(By.ID, "feedback-thanks"))
+    assert "is stored with this bundle" in thanks[0].text
+    with urllib.request.urlopen(f"{server}/api/v1/diagnoses/{job_id}/feedback") as r:
+        (fb,) = json.load(r)["items"]
+    assert fb["author"] == "Jane Engineer" and fb["labels"][first["component"]] == "none"
+    assert len(fb["labels"]) == len(doc["components"])  # every component labelled: the rest confirmed
+    _shot(browser, "feedback")
 
     browser.get(server + "/diagnoses")
     assert bundle.name in browser.find_element(By.CSS_SELECTOR, "table.list").text
