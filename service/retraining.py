@@ -30,24 +30,9 @@ ACTIVE = ("queued", "running")
 
 
 def to_out(row: RetrainDecision) -> RetrainOut:
-    return RetrainOut(
-        id=row.id,
-        trigger=row.trigger,  # type: ignore[arg-type]
-        status=row.status,  # type: ignore[arg-type]
-        requested_by=row.requested_by,
-        feedback_count=row.feedback_count,
-        champion_version=row.champion_version,
-        candidate_version=row.candidate_version,
-        promoted=row.promoted,
-        reason=row.reason,
-        metrics=dict(row.metrics or {}),
-        mlflow_run_id=row.mlflow_run_id,
-        error=row.error,
-        created_at=row.created_at,
-        started_at=row.started_at,
-        finished_at=row.finished_at,
-        url=retrain_url(row.id),
-    )
+    """The API's view of a retrain row: its columns, one to one, and its URL."""
+    cols = {f: getattr(row, f) for f in RetrainOut.model_fields if f not in ("url", "metrics")}
+    return RetrainOut(**cols, metrics=dict(row.metrics or {}), url=retrain_url(row.id))
 
 
 def active(db: Session, settings: ServiceSettings) -> RetrainDecision | None:

@@ -147,6 +147,13 @@ def register_tasks(app: Celery, s: ServiceSettings) -> None:
         "retry_jitter": True,
         "max_retries": s.max_retries,
     }
+    # training runs: redelivered if their worker dies, never retried on an error (a run is long)
+    long_running: dict[str, Any] = {
+        "acks_late": True,
+        "reject_on_worker_lost": True,
+        "time_limit": train_limit,
+        "soft_time_limit": 0.95 * train_limit,
+    }
 
     @app.task(bind=True, name="vsandx.diagnose", **durable)
     def diagnose(self: Task, job_id: str) -> str:
@@ -192,14 +199,7 @@ def register_tasks(app: Celery, s: ServiceSettings) -> None:
             log.error("webhook delivery took longer than %.0f s", 0.95 * webhook_limit)
             return {"failed": f"took longer than {0.95 * webhook_limit:.0f} s"}
 
-    @app.task(
-        bind=True,
-        name="vsandx.train",
-        acks_late=True,
-        reject_on_worker_lost=True,
-        time_limit=train_limit,
-        soft_time_limit=0.95 * train_limit,
-    )
+    @app.task(bind=True, name="vsandx.train", **long_running)
     def train(self: Task, preset: str = "quick") -> dict[str, Any]:
         """Train and register a model (training queue); promotes it only if it beats the champion."""
         from training.run import TrainConfig, run_training
@@ -217,14 +217,7 @@ def register_tasks(app: Celery, s: ServiceSettings) -> None:
         done = housekeeping(database, settings, _RetrainSender(self.app))
         return {"purged": done.purged, "retrain_id": done.retrain_id}
 
-    @app.task(
-        bind=True,
-        name="vsandx.retrain",
-        acks_late=True,
-        reject_on_worker_lost=True,
-        time_limit=train_limit,
-        soft_time_limit=0.95 * train_limit,
-    )
+    @app.task(bind=True, name="vsandx.retrain", **long_running)
     def retrain(self: Task, retrain_id: int) -> str:
         """Retrain with engineer feedback and record the promotion decision (service.retraining)."""
         from service.retraining import run_retrain
@@ -233,14 +226,19 @@ def register_tasks(app: Celery, s: ServiceSettings) -> None:
         return run_retrain(database, settings, retrain_id)
 
 
+def send_retrain(app: Celery, retrain_id: int) -> str:
+    """Send a queued retrain (service.retraining) to the training queue; returns the task id."""
+    return str(app.send_task("vsandx.retrain", args=[retrain_id], queue=TRAINING).id)
+
+
 class _RetrainSender:
-    """What retraining.submit needs from a queue, inside a task: send to the training queue."""
+    """What retraining.submit needs from a queue, inside a task (the API's side is CeleryQueue)."""
 
     def __init__(self, app: Celery) -> None:
         self.app = app
 
     def submit_retrain(self, retrain_id: int) -> str:
-        return str(self.app.send_task("vsandx.retrain", args=[retrain_id], queue=TRAINING).id)
+        return send_retrain(self.app, retrain_id)
 
 
 class CeleryQueue:
@@ -293,8 +291,7 @@ class CeleryQueue:
         return str(self.app.send_task("vsandx.train", args=[preset], queue=TRAINING).id)
 
     def submit_retrain(self, retrain_id: int) -> str:
-        """Send a queued retrain (service.retraining) to the training queue; returns the task id."""
-        return str(self.app.send_task("vsandx.retrain", args=[retrain_id], queue=TRAINING).id)
+        return send_retrain(self.app, retrain_id)
 
     def training_status(self, task_id: str) -> dict[str, Any]:
         res = self.app.AsyncResult(task_id)

@@ -55,10 +55,10 @@ def test_compose_healthchecks_and_start_order() -> None:
         if test[1] == "vsandx":
             parser.parse_args(test[2:])
     assert services["worker"]["healthcheck"]["test"][1:] == ["vsandx", "worker", "--ping"]
-    for name, svc in services.items():
-        for dep, cond in (svc.get("depends_on") or {}).items() if isinstance(svc.get("depends_on"), dict) else []:
-            assert "healthcheck" in services[dep], f"{name} waits for {dep}, which has no healthcheck"
-            assert cond["condition"] == "service_healthy", (name, dep)
+    waits = {(name, dep): cond for name, svc in services.items() for dep, cond in svc.get("depends_on", {}).items()}
+    for (name, dep), cond in waits.items():
+        assert "healthcheck" in services[dep], f"{name} waits for {dep}, which has no healthcheck"
+        assert cond["condition"] == "service_healthy", (name, dep)
     assert {"redis", "postgres", "mlflow"} <= set(services["api"]["depends_on"])
 
 

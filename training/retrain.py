@@ -26,7 +26,7 @@ from models.metrics import component_accuracy, exact_match
 from pipeline.tensors import BundleTensors
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, load_dataset
 from training.fitting import select_members
-from training.run import TrainConfig, dataset_specs, sweep_and_rank, training_folder, training_parts, winner_configs
+from training.run import TRAINING_SETS, TrainConfig, dataset_specs, sweep_and_rank, training_folder, winner_configs
 from training.tracking import ModelRef, Run, Tracker
 from vsandx.settings import Settings
 
@@ -207,7 +207,8 @@ def _sweep_candidate(
     """The top-k ensemble of a sweep over the lab set plus the feedback bundles (weighted)."""
     root = settings.data_dir.resolve()
     val = build(specs["val"], root, workers=settings.sim_workers, progress=progress)
-    parts = training_parts(specs, settings, progress)
+    parts = [(build(specs[k], root, workers=settings.sim_workers, progress=progress), 1) for k in TRAINING_SETS
+             if k in specs]  # fmt: skip
     parts += [(build_labelled(fb_train, root), FEEDBACK_WEIGHT)] if fb_train else []
     _, ranked = sweep_and_rank(cfg, training_folder(parts, root), val, warm, tracker, out, settings, progress)
     fitted = [load_model(t.folder) for t in ranked if t.folder]

@@ -132,11 +132,7 @@ def dataset_specs(cfg: TrainConfig) -> dict[str, DatasetSpec]:
     return specs
 
 
-def training_parts(specs: dict[str, DatasetSpec], settings: Settings, progress: bool = True) -> list[tuple[Path, int]]:
-    """The dataset folders that train, built (or reused), each with its weight in copies."""
-    root = settings.data_dir.resolve()
-    return [(build(specs[k], root, workers=settings.sim_workers, progress=progress), 1) for k in ("train", "varied")
-            if k in specs]  # fmt: skip
+TRAINING_SETS = ("train", "varied")  # the dataset_specs keys that train (lab, then varied)
 
 
 def training_folder(parts: Sequence[tuple[Path, int]], root: Path) -> Path:
@@ -190,7 +186,7 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
     root = settings.data_dir.resolve()
     sets = dataset_specs(cfg)
     folders = {k: build(s, root, workers=settings.sim_workers, progress=progress) for k, s in sets.items()}
-    folders["train"] = training_folder(training_parts(sets, settings, progress), root)
+    folders["train"] = training_folder([(folders[k], 1) for k in TRAINING_SETS if k in folders], root)
     X, y = load_dataset(folders["train"])
     Xv, yv = load_dataset(folders["val"])
     Xt, yt = load_dataset(folders["test"])

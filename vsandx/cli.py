@@ -6,7 +6,10 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from vsandx.settings import ServiceSettings
 
 
 def _positive(text: str) -> int:
@@ -257,7 +260,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     return run_embedded_worker(settings, args.concurrency or 1)
 
 
-def _ping_workers(settings: Any) -> int:
+def _ping_workers(settings: ServiceSettings) -> int:
     """Exit 0 when a Celery worker of this host answers (a healthcheck); embedded: the database opens."""
     if settings.broker_url:
         from service.tasks import ping_local_workers

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import tarfile
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -21,7 +20,7 @@ import training.retrain
 from data.simulate.runner import simulate_many
 from models.base import load_model
 from models.registry import create_model
-from service import feedback, retraining, store
+from service import evaluate, feedback, retraining, store
 from service.db import Database
 from service.schemas import FeedbackIn
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, combine, load_dataset
@@ -36,11 +35,9 @@ CFG = TrainConfig.preset("smoke")  # field test set: 8 bundles, 2 of them health
 
 
 def read_labels(path: Path) -> dict[str, str]:
-    with tarfile.open(path) as tf:
-        member = next(m for m in tf.getmembers() if m.name.rsplit("/", 1)[-1] == "labels.json")
-        fh = tf.extractfile(member)
-        assert fh is not None
-        return dict(json.load(fh)["components"])
+    labels = evaluate.read_labels(path)  # the simulator's ground truth, as `vsandx evaluate` reads it
+    assert labels is not None, path
+    return labels
 
 
 @dataclass
