@@ -10,7 +10,11 @@ One forward pass diagnoses every component of a batch of bundles:
    and max of the embeddings of everything on that host -> a host vector; and the component's own
    difference from its kind's mean (a fault is usually one component unlike its peers);
 3. per kind, an MLP head over [own, own - kind mean, kind max, host vector, cluster vector] scores
-   that kind's valid labels (none + faults_for_kind(kind)).
+   that kind's valid labels (none + faults_for_kind(kind)); with `features=True` it also reads the
+   component's engineered feature row (models/features.py: the window statistics, peer-relative
+   values and log-event counts the baselines see), standardised and projected to the same width —
+   a wide-and-deep network, so the CNN starts from what an expert's summary shows and learns what
+   the series add.
 
 Variable component counts are handled by concatenating every bundle's components per kind and
 pooling with scatter ops over bundle / host indices (no padding of components). The fit loop lives
@@ -29,61 +33,14 @@ from sklearn.utils.validation import check_is_fitted
 from torch import Tensor, nn
 
 from models.base import KIND_LABELS, Diagnoser, Labels, Proba, check_Xy, expand_proba
+from models.cnn_layers import KindEncoder, segment_mean_max
 from models.cnn_train import Batch, EpochCallback, collate, fit_network, normalisation_stats, to_arrays
+from models.features import feature_names
 from models.registry import register_model
 from models.seeds import SeedStack
 from pipeline.channels import KIND_CHANNELS, KIND_STATIC
 from pipeline.tensors import BundleTensors
 from vsandx.faults import COMPONENT_KINDS
-
-
-class ConvBlock(nn.Module):
-    """Pre-norm residual temporal convolution: x + Dropout(Conv(GELU(Norm(x))))."""
-
-    def __init__(self, width: int, kernel_size: int, dropout: float) -> None:
-        super().__init__()
-        self.norm = nn.GroupNorm(1, width)  # per-sample norm: batch composition never matters
-        self.conv = nn.Conv1d(width, width, kernel_size, padding=kernel_size // 2)
-        self.drop = nn.Dropout(dropout)
-
-    def forward(self, x: Tensor) -> Tensor:  # (N, W, T) -> (N, W, T)
-        return x + self.drop(self.conv(F.gelu(self.norm(x))))
-
-
-class KindEncoder(nn.Module):
-    """(N, 2C, T) channels+masks and (N, 2S) static -> (N, W) component embeddings."""
-
-    def __init__(
-        self, n_in: int, n_static: int, width: int, depth: int, kernel_size: int, stride: int, dropout: float
-    ) -> None:
-        super().__init__()
-        self.stride = stride
-        self.stem = nn.Conv1d(n_in, width, stride, stride=stride)  # non-overlapping patches: T -> T/stride
-        self.blocks = nn.ModuleList(ConvBlock(width, kernel_size, dropout) for _ in range(depth))
-        self.static = nn.Linear(n_static, width)
-        self.proj = nn.Linear(3 * width, width)
-
-    def forward(self, x: Tensor, valid: Tensor, static: Tensor) -> Tensor:
-        if x.shape[-1] < self.stride:  # a bundle shorter than one patch: pad time with "no data"
-            x, valid = F.pad(x, (0, self.stride - x.shape[-1])), F.pad(valid, (0, self.stride - valid.shape[-1]))
-        h = self.stem(x)  # (N, W, T')
-        v = F.max_pool1d(valid[:, None].float(), self.stride)  # (N, 1, T') 1 where the patch has any step
-        for block in self.blocks:
-            h = block(h)  # (N, W, T')
-            if h.shape[-1] >= 8:  # halve T: the next block sees twice as far for half the cost
-                h, v = F.avg_pool1d(h, 2), F.max_pool1d(v, 2)
-        mean = (h * v).sum(-1) / v.sum(-1).clamp(min=1.0)  # (N, W) masked mean over time
-        peak = h.masked_fill(v == 0, -1e4).amax(-1)  # (N, W) masked max over time
-        return F.gelu(self.proj(torch.cat([mean, peak, F.gelu(self.static(static))], -1)))  # (N, W)
-
-
-def segment_mean_max(x: Tensor, index: Tensor, n: int) -> tuple[Tensor, Tensor]:
-    """Rows of x (N, D) pooled by segment index (N,) into (n, D) mean and max (0 for empty segments)."""
-    idx = index[:, None].expand_as(x)
-    total = x.new_zeros(n, x.shape[1]).index_add_(0, index, x)
-    count = x.new_zeros(n).index_add_(0, index, torch.ones_like(index, dtype=x.dtype))
-    peak = x.new_zeros(n, x.shape[1]).scatter_reduce_(0, idx, x, "amax", include_self=False)
-    return total / count.clamp(min=1.0)[:, None], peak
 
 
 class ClusterCNN(nn.Module):
@@ -97,10 +54,12 @@ class ClusterCNN(nn.Module):
         stride: int = 4,
         dropout: float = 0.1,
         peer_inputs: bool = True,
+        features: bool = False,
     ) -> None:
         super().__init__()
         self.kinds = COMPONENT_KINDS
         self.peer_inputs = peer_inputs
+        self.features = features
         w = width
         n_in = 3 if peer_inputs else 2  # channels, masks (and channels minus peers) per channel
         self.encoders = nn.ModuleDict(
@@ -113,12 +72,20 @@ class ClusterCNN(nn.Module):
         )
         self.cluster_mix = nn.Linear(2 * len(self.kinds) * w, w)  # per-kind mean+max -> cluster vector
         self.host_mix = nn.Linear(2 * w, w)  # mean+max over a host's components -> host vector
+        n_head = 6 if features else 5  # [own, own - kind mean, kind max, host, cluster (, features)]
         self.heads = nn.ModuleDict(
             {
-                k: nn.Sequential(nn.Linear(5 * w, w), nn.GELU(), nn.Dropout(dropout), nn.Linear(w, len(KIND_LABELS[k])))
+                k: nn.Sequential(
+                    nn.Linear(n_head * w, w), nn.GELU(), nn.Dropout(dropout), nn.Linear(w, len(KIND_LABELS[k]))
+                )
                 for k in self.kinds
             }
         )
+        if features:  # the baselines' engineered row per component, standardised, projected to width w
+            self.feature_proj = nn.ModuleDict({k: nn.Linear(len(feature_names(k)), w) for k in self.kinds})
+            for k in self.kinds:
+                self.register_buffer(f"fmu_{k}", torch.zeros(len(feature_names(k))))
+                self.register_buffer(f"fsd_{k}", torch.ones(len(feature_names(k))))
         # Input standardisation, learned from the training set by fit (buffers: saved with the weights).
         for k in self.kinds:
             c, s = len(KIND_CHANNELS[k]), len(KIND_STATIC[k])
@@ -131,6 +98,11 @@ class ClusterCNN(nn.Module):
         for k, (mu, sd, smu, ssd) in stats.items():
             for name, a in (("mu", mu[:, None]), ("sd", sd[:, None]), ("smu", smu), ("ssd", ssd)):
                 getattr(self, f"{name}_{k}").copy_(torch.as_tensor(a))
+
+    def set_feature_normalisation(self, stats: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        for k, (mu, sd) in stats.items():
+            getattr(self, f"fmu_{k}").copy_(torch.as_tensor(mu))
+            getattr(self, f"fsd_{k}").copy_(torch.as_tensor(sd))
 
     def _inputs(self, k: str, b: Batch) -> tuple[Tensor, Tensor]:
         kt = b.kinds[k]
@@ -175,6 +147,11 @@ class ClusterCNN(nn.Module):
             bi = b.kinds[k].bundle
             k_mean, k_max = pooled[k]
             feats = [emb[k], emb[k] - k_mean[bi], k_max[bi], host[b.kinds[k].host], cluster[bi]]
+            if self.features:
+                f = b.kinds[k].feat
+                assert f is not None, "this network reads engineered features: collate to_arrays(features=True)"
+                f = ((f - getattr(self, f"fmu_{k}")) / getattr(self, f"fsd_{k}")).clamp(-5, 5)  # (N_k, F)
+                feats.append(F.gelu(self.feature_proj[k](f)))  # (N_k, W)
             logits[k] = self.heads[k](torch.cat(feats, -1))  # (N_k, n_labels(k))
         return logits
 
@@ -224,6 +201,7 @@ class CNNDiagnoser(Diagnoser):
         validation_fraction: float = 0.0,
         peer_inputs: bool = False,  # measured: lab->field exact match 0.62 with, 0.76 without (600 lab)
         coarsen_p: float = 0.3,  # measured: 0.76 with 0.3, 0.71 without
+        features: bool = False,  # the head also reads the baselines' engineered features (wide and deep)
         seeds: int = 1,  # >1: that many networks trained at once on the same batches (models.seeds)
         seed: int = 0,
         device: str = "auto",
@@ -244,6 +222,7 @@ class CNNDiagnoser(Diagnoser):
         self.validation_fraction = validation_fraction
         self.peer_inputs = peer_inputs
         self.coarsen_p = coarsen_p
+        self.features = features
         self.seeds = seeds
         self.seed = seed
         self.device = device
@@ -255,7 +234,9 @@ class CNNDiagnoser(Diagnoser):
 
     def _build(self) -> ClusterCNN | SeedStack:
         def one() -> ClusterCNN:
-            return ClusterCNN(self.width, self.depth, self.kernel_size, self.stride, self.dropout, self.peer_inputs)
+            return ClusterCNN(
+                self.width, self.depth, self.kernel_size, self.stride, self.dropout, self.peer_inputs, self.features
+            )
 
         return one() if self.seeds <= 1 else SeedStack(one, self.seeds, self.seed)
 
@@ -311,7 +292,7 @@ class CNNDiagnoser(Diagnoser):
         out: list[Proba] = []
         for start in range(0, len(X), 16):
             chunk = X[start : start + 16]
-            logits = net(collate([to_arrays(bt) for bt in chunk], device))
+            logits = net(collate([to_arrays(bt, features=self.features) for bt in chunk], device))
             probs = {k: expand_proba(k, torch.softmax(v.double(), -1).cpu().numpy()) for k, v in logits.items()}
             at = dict.fromkeys(COMPONENT_KINDS, 0)
             for bt in chunk:

@@ -25,12 +25,14 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.base import KIND_LABELS, Labels, kind_targets
+from models.features import bundle_features
 from models.seeds import clip_members, member_outputs
 from pipeline.channels import KIND_CHANNEL_DEFS, KIND_STATIC
 from pipeline.tensors import BundleTensors
 from vsandx.faults import COMPONENT_KINDS
 
 STD_FLOOR = 0.1  # a channel constant in training (an error counter that never fired) must not explode
+FEATURE_STD_FLOOR = 1e-2
 
 
 @dataclass
@@ -43,6 +45,7 @@ class KindBatch:
     bundle: Tensor  # (N,) int64 bundle index within the batch
     host: Tensor  # (N,) int64 host index within the batch; n_hosts for "no host" (the cluster)
     target: Tensor  # (N,) int64 index into KIND_LABELS[kind]; -1 = unlabelled
+    feat: Tensor | None = None  # (N, F) engineered features (models.features), when the network reads them
 
 
 @dataclass
@@ -56,9 +59,11 @@ BundleArrays = dict[str, dict[str, Tensor]]  # kind -> field -> tensor, one bund
 EpochCallback = Callable[[Mapping[str, Any]], None]  # gets each epoch's history record
 
 
-def to_arrays(bt: BundleTensors, labels: Labels | None = None) -> BundleArrays:
-    """One bundle's tensors as torch tensors (views, no copy) plus its targets."""
+def to_arrays(bt: BundleTensors, labels: Labels | None = None, features: bool = False) -> BundleArrays:
+    """One bundle's tensors as torch tensors (views, no copy) plus its targets; with `features`, each
+    component's engineered feature row too (computed here, once per bundle, not per epoch)."""
     out: BundleArrays = {}
+    feats = bundle_features(bt) if features else None
     for k in COMPONENT_KINDS:
         kt = bt.kinds[k]
         target = kind_targets(bt, labels, k) if labels is not None else np.full(len(kt.ids), -1, np.int64)
@@ -71,6 +76,8 @@ def to_arrays(bt: BundleTensors, labels: Labels | None = None) -> BundleArrays:
             "target": torch.from_numpy(target),
             "n_hosts": torch.tensor(len(bt.kinds["host"].ids)),
         }
+        if feats is not None:
+            out[k]["feat"] = torch.from_numpy(feats[k])
     return out
 
 
@@ -104,6 +111,7 @@ def collate(bundles: Sequence[BundleArrays], device: torch.device | str = "cpu")
             bundle=torch.cat([torch.full((len(p["host"]),), i) for i, p in enumerate(parts)]).to(device),
             host=torch.cat(host).to(device),
             target=cat("target"),
+            feat=cat("feat") if "feat" in parts[0] else None,
         )
     return Batch(kinds, len(bundles), n_hosts)
 
@@ -172,6 +180,17 @@ def normalisation_stats(bundles: Sequence[BundleTensors]) -> dict[str, tuple[np.
     return stats
 
 
+def feature_stats(train: Sequence[BundleArrays]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per kind: mean and std (floored) of every engineered feature over the training components."""
+    out = {}
+    for k in COMPONENT_KINDS:
+        f = torch.cat([b[k]["feat"] for b in train]).double()  # (N, F)
+        mu = f.mean(0) if len(f) else f.new_zeros(f.shape[1])
+        sd = f.std(0, correction=0) if len(f) > 1 else f.new_ones(f.shape[1])
+        out[k] = (mu.float().numpy(), sd.clamp(min=FEATURE_STD_FLOOR).float().numpy())
+    return out
+
+
 def class_weights(train: Sequence[BundleArrays], power: float) -> dict[str, Tensor]:
     """Per kind (n_labels,) weights (n / (k * count)) ** power over the labels seen in training."""
     out = {}
@@ -216,15 +235,17 @@ def evaluate(
     weights: Mapping[str, Tensor],
     device: torch.device,
     batch_size: int = 16,
+    kind_balance: float = 0.0,
 ) -> dict[str, float]:
-    """Mean loss, component accuracy and exact match of `net` on labelled bundles."""
+    """Mean loss (weighted across kinds as in training), component accuracy and exact match of `net` on
+    labelled bundles."""
     net.eval()
     loss, hits, n, exact = 0.0, 0, 0, 0
     for i in range(0, len(data), batch_size):
         batch = collate(data[i : i + batch_size], device)
         logits = net(batch)
         n_lab = sum(int((batch.kinds[k].target >= 0).sum()) for k in COMPONENT_KINDS)
-        loss += float(batch_loss(logits, batch, weights)) * n_lab
+        loss += float(batch_loss(logits, batch, weights, kind_balance)) * n_lab
         wrong = torch.zeros(batch.n_bundles, device=device)
         for k in COMPONENT_KINDS:
             kb = batch.kinds[k]
@@ -248,6 +269,7 @@ class TrainParams(Protocol):
     patience: int
     seed: int
     coarsen_p: float
+    features: bool
 
 
 def fit_network(
@@ -258,9 +280,12 @@ def fit_network(
     device: torch.device,
     on_epoch: EpochCallback | None = None,
 ) -> list[dict[str, Any]]:
-    """Train `net` in place; returns the per-epoch history (each record also goes to `on_epoch`)."""
-    train_arrays = [to_arrays(bt, lab) for bt, lab in train]
-    val_arrays = [to_arrays(bt, lab) for bt, lab in val] if val else []
+    """Train `net` in place; returns the per-epoch history (each record also goes to `on_epoch`).
+    The caller sets the series' normalisation; the engineered features' is set here from the arrays."""
+    train_arrays = [to_arrays(bt, lab, p.features) for bt, lab in train]
+    val_arrays = [to_arrays(bt, lab, p.features) for bt, lab in val] if val else []
+    if p.features:
+        net.set_feature_normalisation(feature_stats(train_arrays))  # type: ignore[operator]
     weights = class_weights(train_arrays, p.class_weight_power)
     net.to(device)
     opt = torch.optim.AdamW(net.parameters(), lr=p.lr, weight_decay=p.weight_decay)
@@ -301,7 +326,7 @@ def fit_network(
             "lr": sched.get_last_lr()[0],
         }
         if val_arrays:
-            scores = evaluate(net, val_arrays, weights, device)
+            scores = evaluate(net, val_arrays, weights, device, kind_balance=p.kind_balance)
             record.update({f"val_{k}": v for k, v in scores.items()})
             score = (scores["exact_match"], -scores["loss"])
             if score > best_score:

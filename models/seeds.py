@@ -38,6 +38,10 @@ class SeedStack(nn.Module):
         for m in self.members:
             m.set_normalisation(stats)  # type: ignore[operator]
 
+    def set_feature_normalisation(self, stats: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        for m in self.members:
+            m.set_feature_normalisation(stats)  # type: ignore[operator]
+
     def member_logits(self, b: Batch) -> list[dict[str, Tensor]]:
         return [m(b) for m in self.members]
 
