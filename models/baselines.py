@@ -55,6 +55,10 @@ class FeatureBaseline(Diagnoser):
     def _fit_classifier(self, clf: Any, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> Any:
         return clf.fit(x, y, sample_weight=w)
 
+    def _features(self, X: Sequence[BundleTensors]) -> dict[str, np.ndarray]:
+        """Per kind, one row per component, bundle by bundle in `ids` order."""
+        return stack_features(list(X))[0]
+
     def fit(
         self,
         X: Sequence[BundleTensors],
@@ -63,7 +67,7 @@ class FeatureBaseline(Diagnoser):
     ) -> Self:
         """One classifier per kind on the stacked per-component features (eval_set is not used)."""
         check_Xy(X, y)
-        feats, _ = stack_features(list(X))
+        feats = self._features(X)
         self.transforms_: dict[str, Any] = {}
         self.classifiers_: dict[str, Any] = {}
         self.constant_: dict[str, np.ndarray] = {}  # kind -> local probabilities when no classifier
@@ -89,7 +93,7 @@ class FeatureBaseline(Diagnoser):
     def predict_proba(self, X: Sequence[BundleTensors]) -> list[Proba]:
         check_is_fitted(self)
         check_Xy(X)
-        feats, _ = stack_features(list(X))  # rows: bundle by bundle, in ids order
+        feats = self._features(X)
         out: list[Proba] = [{} for _ in X]
         for kind in COMPONENT_KINDS:
             n = len(feats[kind])

@@ -28,8 +28,8 @@ from models.base import Diagnoser
 
 SearchSpace = dict[str, tuple[Any, ...]]
 SPACE_KINDS = ("uniform", "loguniform", "int", "choice")
-# Modules whose import registers the built-in families (sklearn baselines, torch CNNs).
-BUILTIN_MODULES = ("models.baselines", "models.cnn", "models.ensemble")
+# Modules whose import registers the built-in families (sklearn baselines, MiniRocket, torch CNNs).
+BUILTIN_MODULES = ("models.baselines", "models.rocket", "models.cnn", "models.ensemble")
 
 D = TypeVar("D", bound=type[Diagnoser])
 

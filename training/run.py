@@ -45,7 +45,7 @@ class TrainConfig:
     max_epochs: int = 150
     grace_epochs: int = 10
     overrides: dict[str, Any] = field(default_factory=dict)  # hyperparameters fixed for every trial
-    baselines: tuple[str, ...] = ("svm", "logreg", "mlp", "mnb")
+    baselines: tuple[str, ...] = ("svm", "logreg", "mlp", "mnb", "minirocket")
     top_k: int = 3
     curve: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
     partial: float = 0.5  # share of lab training bundles made partial uploads (see training.datasets)

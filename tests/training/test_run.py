@@ -26,7 +26,7 @@ def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) 
     champ = Tracker(settings.data_dir).champion(settings.registered_model)
     assert champ is not None and champ.version == "1"
     names = [s.name for s in done.scores]
-    assert names[0] == "cnn-ensemble" and {"svm", "logreg", "mlp", "mnb"} <= set(names)
+    assert names[0] == "cnn-ensemble" and {"svm", "logreg", "mlp", "mnb", "minirocket"} <= set(names)
     text = done.report.read_text()
     for section in ("## Field test set", "## Per-fault recall", "## Learning curve", "## Sweep"):
         assert section in text
