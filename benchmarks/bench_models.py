@@ -77,7 +77,7 @@ def main() -> int:
         net = model.network_.eval()
         n_params = sum(p.numel() for p in net.parameters())
         with torch.inference_mode():
-            batch = collate([to_arrays(bt)])
+            batch = collate([to_arrays(bt, features=model.features)])  # feature rows: features_ms above
             forward = _time(lambda net=net, batch=batch: net(batch), args.runs)
             full = _time(lambda model=model: model.predict_proba([bt]), args.runs)
         result["models"][name] = {  # type: ignore[index]

@@ -169,13 +169,16 @@ _SPACE = {
     "class_weight_power": ("uniform", 0.0, 1.0),
     "kind_balance": ("uniform", 0.5, 1.0),
     "coarsen_p": ("uniform", 0.0, 0.6),
+    "event_dropout": ("uniform", 0.0, 0.4),
     "seed": ("int", 0, 10_000),
 }
 
 
-@register_model("cnn_small", defaults={"width": 32, "depth": 2, "kernel_size": 5}, space=_SPACE)
-@register_model("cnn_base", defaults={"width": 48, "depth": 3, "kernel_size": 5}, space=_SPACE)
-@register_model("cnn_deep", defaults={"width": 64, "depth": 5, "kernel_size": 3}, space=_SPACE)
+# Families read the engineered features too (measured, 500 lab + 500 varied, 200 field test bundles:
+# cnn_small 0.96 exact match with them, against 0.945 without and logreg's 0.955).
+@register_model("cnn_small", defaults={"width": 32, "depth": 2, "kernel_size": 5, "features": True}, space=_SPACE)
+@register_model("cnn_base", defaults={"width": 48, "depth": 3, "kernel_size": 5, "features": True}, space=_SPACE)
+@register_model("cnn_deep", defaults={"width": 64, "depth": 5, "kernel_size": 3, "features": True}, space=_SPACE)
 class CNNDiagnoser(Diagnoser):
     """Per-kind temporal CNN encoders with host and cluster context, trained end to end (PyTorch)."""
 
@@ -201,6 +204,7 @@ class CNNDiagnoser(Diagnoser):
         validation_fraction: float = 0.0,
         peer_inputs: bool = False,  # measured: lab->field exact match 0.62 with, 0.76 without (600 lab)
         coarsen_p: float = 0.3,  # measured: 0.76 with 0.3, 0.71 without
+        event_dropout: float = 0.0,  # share of training bundles shown without their log events
         features: bool = False,  # the head also reads the baselines' engineered features (wide and deep)
         seeds: int = 1,  # >1: that many networks trained at once on the same batches (models.seeds)
         seed: int = 0,
@@ -222,6 +226,7 @@ class CNNDiagnoser(Diagnoser):
         self.validation_fraction = validation_fraction
         self.peer_inputs = peer_inputs
         self.coarsen_p = coarsen_p
+        self.event_dropout = event_dropout
         self.features = features
         self.seeds = seeds
         self.seed = seed

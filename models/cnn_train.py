@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.base import KIND_LABELS, Labels, kind_targets
-from models.features import bundle_features
+from models.features import bundle_features, feature_names
 from models.seeds import clip_members, member_outputs
 from pipeline.channels import KIND_CHANNEL_DEFS, KIND_STATIC
 from pipeline.tensors import BundleTensors
@@ -121,6 +121,21 @@ _LOG = {k: torch.tensor([c.log for c in KIND_CHANNEL_DEFS[k]])[:, None] for k in
 _EVENT = {k: torch.tensor([c.source == "event" for c in KIND_CHANNEL_DEFS[k]])[:, None] for k in COMPONENT_KINDS}
 _STEP_STATIC = [KIND_STATIC["cluster"].index(s) for s in ("native_interval_s", "step_s")]
 COARSEN_FACTORS = (2, 3, 5, 8, 15)  # lab 40 s steps -> 80 s … 10 min, the field's range
+# Engineered feature columns computed from log-event channels (their statistics, counts, peer-relative
+# values and context): what bundle_features gives for them when no log event was collected is 0.
+_EVENT_FEATURES = {k: torch.tensor(["ev." in n for n in feature_names(k)]) for k in COMPONENT_KINDS}
+
+
+def without_events(arrays: BundleArrays) -> BundleArrays:
+    """The bundle as if its logs had not been collected (rotated away, or lines our parser does not
+    know): every log-event channel and the feature columns built from them read "no data"."""
+    out: BundleArrays = {}
+    for kind, a in arrays.items():
+        keep = ~_EVENT[kind]  # (C, 1)
+        out[kind] = {**a, "values": a["values"] * keep, "mask": a["mask"] & keep}
+        if "feat" in a:
+            out[kind]["feat"] = a["feat"].masked_fill(_EVENT_FEATURES[kind], 0.0)
+    return out
 
 
 def coarsen(arrays: BundleArrays, k: int) -> BundleArrays:
@@ -269,6 +284,7 @@ class TrainParams(Protocol):
     patience: int
     seed: int
     coarsen_p: float
+    event_dropout: float
     features: bool
 
 
@@ -310,6 +326,9 @@ def fit_network(
                     coarsen(a, int(aug.choice(COARSEN_FACTORS))) if d < p.coarsen_p else a
                     for a, d in zip(chosen, draws, strict=True)
                 ]
+            if p.event_dropout > 0:  # the metrics alone must still tell: logs are not always there
+                draws = aug.random(len(chosen))
+                chosen = [without_events(a) if d < p.event_dropout else a for a, d in zip(chosen, draws, strict=True)]
             batch = collate(chosen, device)  # once for every member of a seed stack
             outs = member_outputs(net, batch)
             member_losses = [batch_loss(out, batch, weights, p.kind_balance) for out in outs]

@@ -1,12 +1,16 @@
-"""The CNN's training-time pieces: coarsening augmentation and peer-relative inputs."""
+"""The CNN's training-time pieces: coarsening and event-dropout augmentation, peer-relative inputs."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import torch
 
 from models.cnn import ClusterCNN
-from models.cnn_train import coarsen, collate, to_arrays
+from models.cnn_train import coarsen, collate, to_arrays, without_events
+from models.registry import create_model
+from pipeline.tensors import BundleTensors
 from pipeline.channels import KIND_CHANNEL_DEFS, KIND_STATIC
 
 from .conftest import LabData
@@ -79,3 +83,31 @@ def test_kind_balance_weighs_every_kind_alike(lab: LabData) -> None:
     by_kind = torch.stack([v.mean() for v in labelled.values() if len(v)]).mean()
     torch.testing.assert_close(batch_loss(logits, batch, ones), by_component)
     torch.testing.assert_close(batch_loss(logits, batch, ones, kind_balance=1.0), by_kind)
+
+
+def _no_logs(bt: BundleTensors) -> BundleTensors:
+    kinds = {}
+    for k, kt in bt.kinds.items():
+        ev = np.array([c.source == "event" for c in KIND_CHANNEL_DEFS[k]])[None, :, None]
+        kinds[k] = dataclasses.replace(kt, values=np.where(ev, 0, kt.values).astype(np.float32), mask=kt.mask & ~ev)
+    return dataclasses.replace(bt, kinds=kinds)
+
+
+def test_without_events_is_the_bundle_with_no_logs_collected(lab: LabData) -> None:
+    """Blanking the arrays gives what the pipeline and the feature code give for a bundle whose logs
+    are missing: series and engineered features alike (the features are not recomputed per epoch)."""
+    disk_events = [i for i, c in enumerate(KIND_CHANNEL_DEFS["disk"]) if c.source == "event"]
+    bt = next(b for b in lab.X if b.kinds["disk"].values[:, disk_events].any())  # a bundle whose logs tell
+    got = without_events(to_arrays(bt, features=True))
+    want = to_arrays(_no_logs(bt), features=True)
+    for k in got:
+        assert torch.equal(got[k]["mask"], want[k]["mask"])
+        assert torch.equal(got[k]["values"], want[k]["values"])
+        np.testing.assert_allclose(got[k]["feat"].numpy(), want[k]["feat"].numpy(), rtol=1e-5, atol=1e-5)
+    assert not torch.equal(got["disk"]["feat"], to_arrays(bt, features=True)["disk"]["feat"])
+
+
+def test_event_dropout_trains(lab: LabData) -> None:
+    X, y = lab.train
+    m = create_model("cnn_small", width=8, depth=1, epochs=1, event_dropout=1.0).fit(X[:4], y[:4])
+    assert m.get_params()["event_dropout"] == 1.0 and len(m.history_) == 1
