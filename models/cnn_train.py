@@ -25,9 +25,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.base import KIND_LABELS, Labels, kind_targets
-from models.features import bundle_features, feature_names
+from models.cnn_augment import COARSEN_FACTORS, coarsen, without_events
+from models.features import bundle_features
 from models.seeds import clip_members, member_outputs
-from pipeline.channels import KIND_CHANNEL_DEFS, KIND_STATIC
 from pipeline.tensors import BundleTensors
 from vsandx.faults import COMPONENT_KINDS
 
@@ -114,61 +114,6 @@ def collate(bundles: Sequence[BundleArrays], device: torch.device | str = "cpu")
             feat=cat("feat") if "feat" in parts[0] else None,
         )
     return Batch(kinds, len(bundles), n_hosts)
-
-
-# Per kind: which channels are log1p-scaled and which count log events per step (pipeline.channels).
-_LOG = {k: torch.tensor([c.log for c in KIND_CHANNEL_DEFS[k]])[:, None] for k in COMPONENT_KINDS}
-_EVENT = {k: torch.tensor([c.source == "event" for c in KIND_CHANNEL_DEFS[k]])[:, None] for k in COMPONENT_KINDS}
-_STEP_STATIC = [KIND_STATIC["cluster"].index(s) for s in ("native_interval_s", "step_s")]
-COARSEN_FACTORS = (2, 3, 5, 8, 15)  # lab 40 s steps -> 80 s … 10 min, the field's range
-# Engineered feature columns computed from log-event channels (their statistics, counts, peer-relative
-# values and context): what bundle_features gives for them when no log event was collected is 0.
-_EVENT_FEATURES = {k: torch.tensor(["ev." in n for n in feature_names(k)]) for k in COMPONENT_KINDS}
-
-
-def without_events(arrays: BundleArrays) -> BundleArrays:
-    """The bundle as if its logs had not been collected (rotated away, or lines our parser does not
-    know): every log-event channel and the feature columns built from them read "no data"."""
-    out: BundleArrays = {}
-    for kind, a in arrays.items():
-        keep = ~_EVENT[kind]  # (C, 1)
-        out[kind] = {**a, "values": a["values"] * keep, "mask": a["mask"] & keep}
-        if "feat" in a:
-            out[kind]["feat"] = a["feat"].masked_fill(_EVENT_FEATURES[kind], 0.0)
-    return out
-
-
-def coarsen(arrays: BundleArrays, k: int) -> BundleArrays:
-    """The bundle as the pipeline would tensorise it at a k times coarser sampling interval.
-
-    Field bundles come at 20–300 s over 1–48 h; the lab's are 20 s over 2 h. Each run of k steps
-    becomes one: rates and levels are averaged in linear units (log1p channels through expm1),
-    event counts per step are summed; the shorter series sits at the start of the grid and the
-    rest is "no data", as for a short field upload. Targets and static features are kept, but the
-    cluster's interval and step features follow the new grid.
-    """
-    out: BundleArrays = {}
-    for kind, a in arrays.items():
-        v, m = a["values"], a["mask"]  # (N, C, T)
-        n, c, t = v.shape
-        tk = t // k
-        if tk < 2:
-            return arrays
-        lin = torch.where(_LOG[kind], torch.expm1(v), v) * m  # (N, C, T) linear units, 0 where masked
-        mk = m[..., : tk * k].reshape(n, c, tk, k).float()
-        tot = lin[..., : tk * k].reshape(n, c, tk, k).sum(-1)  # (N, C, tk)
-        cnt = mk.sum(-1)
-        pooled = torch.where(_EVENT[kind], tot, tot / cnt.clamp(min=1.0))
-        pooled = torch.where(_LOG[kind], torch.log1p(pooled.clamp(min=0.0)), pooled)
-        new_v, new_m = torch.zeros_like(v), torch.zeros_like(m)
-        new_v[..., :tk] = torch.where(cnt > 0, pooled, 0.0)
-        new_m[..., :tk] = cnt > 0
-        out[kind] = {**a, "values": new_v, "mask": new_m}
-        if kind == "cluster" and len(a["static"]):
-            st = a["static"].clone()
-            st[:, _STEP_STATIC] *= k
-            out[kind]["static"] = st
-    return out
 
 
 def normalisation_stats(bundles: Sequence[BundleTensors]) -> dict[str, tuple[np.ndarray, ...]]:

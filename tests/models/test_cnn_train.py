@@ -1,42 +1,15 @@
-"""The CNN's training-time pieces: coarsening and event-dropout augmentation, peer-relative inputs."""
+"""The CNN's training-time pieces: batching and peer-relative inputs."""
 
 from __future__ import annotations
 
-import dataclasses
-
-import numpy as np
 import torch
 
 from models.cnn import ClusterCNN
-from models.cnn_train import coarsen, collate, to_arrays, without_events
+from models.cnn_train import collate, to_arrays
 from models.registry import create_model
-from pipeline.tensors import BundleTensors
-from pipeline.channels import KIND_CHANNEL_DEFS, KIND_STATIC
+from pipeline.channels import KIND_CHANNEL_DEFS
 
 from .conftest import LabData
-
-
-def test_coarsen_is_what_a_coarser_interval_gives(lab: LabData) -> None:
-    bt, labels = lab.X[0], lab.y[0]
-    a = to_arrays(bt, labels)
-    k = 5
-    c = coarsen(a, k)
-    for kind, arr in a.items():
-        v, m, cv, cm = arr["values"], arr["mask"], c[kind]["values"], c[kind]["mask"]
-        t = v.shape[-1]
-        tk = t // k
-        assert cv.shape == v.shape and not cm[..., tk:].any()  # the rest of the grid is "no data"
-        assert torch.equal(cm[..., :tk], m[..., : tk * k].reshape(*m.shape[:2], tk, k).any(-1))
-        assert torch.equal(c[kind]["target"], arr["target"])
-        for ci, ch in enumerate(KIND_CHANNEL_DEFS[kind]):
-            lin = torch.expm1(v[:, ci]) if ch.log else v[:, ci]
-            lin_c = torch.expm1(cv[:, ci]) if ch.log else cv[:, ci]
-            blocks = (lin * m[:, ci])[:, : tk * k].reshape(-1, tk, k)
-            n = m[:, ci, : tk * k].reshape(-1, tk, k).sum(-1)
-            want = blocks.sum(-1) if ch.source == "event" else blocks.sum(-1) / n.clamp(min=1)
-            np.testing.assert_allclose(lin_c[:, :tk][n > 0], want[n > 0], rtol=1e-3, atol=1e-3)
-    step = KIND_STATIC["cluster"].index("step_s")
-    assert float(c["cluster"]["static"][0, step]) == k * float(a["cluster"]["static"][0, step])
 
 
 def test_peer_inputs_are_own_minus_peer_mean(lab: LabData) -> None:
@@ -53,7 +26,6 @@ def test_peer_inputs_are_own_minus_peer_mean(lab: LabData) -> None:
 
 def test_early_stopping_keeps_the_best_exact_match(lab: LabData) -> None:
     from models.metrics import exact_match
-    from models.registry import create_model
 
     X, y = lab.train
     Xv, yv = X[12:18], y[12:18]
@@ -83,31 +55,3 @@ def test_kind_balance_weighs_every_kind_alike(lab: LabData) -> None:
     by_kind = torch.stack([v.mean() for v in labelled.values() if len(v)]).mean()
     torch.testing.assert_close(batch_loss(logits, batch, ones), by_component)
     torch.testing.assert_close(batch_loss(logits, batch, ones, kind_balance=1.0), by_kind)
-
-
-def _no_logs(bt: BundleTensors) -> BundleTensors:
-    kinds = {}
-    for k, kt in bt.kinds.items():
-        ev = np.array([c.source == "event" for c in KIND_CHANNEL_DEFS[k]])[None, :, None]
-        kinds[k] = dataclasses.replace(kt, values=np.where(ev, 0, kt.values).astype(np.float32), mask=kt.mask & ~ev)
-    return dataclasses.replace(bt, kinds=kinds)
-
-
-def test_without_events_is_the_bundle_with_no_logs_collected(lab: LabData) -> None:
-    """Blanking the arrays gives what the pipeline and the feature code give for a bundle whose logs
-    are missing: series and engineered features alike (the features are not recomputed per epoch)."""
-    disk_events = [i for i, c in enumerate(KIND_CHANNEL_DEFS["disk"]) if c.source == "event"]
-    bt = next(b for b in lab.X if b.kinds["disk"].values[:, disk_events].any())  # a bundle whose logs tell
-    got = without_events(to_arrays(bt, features=True))
-    want = to_arrays(_no_logs(bt), features=True)
-    for k in got:
-        assert torch.equal(got[k]["mask"], want[k]["mask"])
-        assert torch.equal(got[k]["values"], want[k]["values"])
-        np.testing.assert_allclose(got[k]["feat"].numpy(), want[k]["feat"].numpy(), rtol=1e-5, atol=1e-5)
-    assert not torch.equal(got["disk"]["feat"], to_arrays(bt, features=True)["disk"]["feat"])
-
-
-def test_event_dropout_trains(lab: LabData) -> None:
-    X, y = lab.train
-    m = create_model("cnn_small", width=8, depth=1, epochs=1, event_dropout=1.0).fit(X[:4], y[:4])
-    assert m.get_params()["event_dropout"] == 1.0 and len(m.history_) == 1
