@@ -174,11 +174,16 @@ _SPACE = {
 }
 
 
-# Families read the engineered features too (measured, 500 lab + 500 varied, 200 field test bundles:
-# cnn_small 0.96 exact match with them, against 0.945 without and logreg's 0.955).
-@register_model("cnn_small", defaults={"width": 32, "depth": 2, "kernel_size": 5, "features": True}, space=_SPACE)
-@register_model("cnn_base", defaults={"width": 48, "depth": 3, "kernel_size": 5, "features": True}, space=_SPACE)
-@register_model("cnn_deep", defaults={"width": 64, "depth": 5, "kernel_size": 3, "features": True}, space=_SPACE)
+# Families read the engineered features and see a fifth of their training bundles without log events.
+# Measured with 500 lab + 500 varied bundles on 200 field test bundles (benchmarks/bench_accuracy.py):
+# cnn_small 0.945 exact match plain, 0.96 with features; with event_dropout 0.2 as well, 0.955 on the
+# test set as collected and 0.94 with its logs blanked (0.92 without the dropout, logreg 0.89).
+_FAMILY = {"features": True, "event_dropout": 0.2}
+
+
+@register_model("cnn_small", defaults={"width": 32, "depth": 2, "kernel_size": 5, **_FAMILY}, space=_SPACE)
+@register_model("cnn_base", defaults={"width": 48, "depth": 3, "kernel_size": 5, **_FAMILY}, space=_SPACE)
+@register_model("cnn_deep", defaults={"width": 64, "depth": 5, "kernel_size": 3, **_FAMILY}, space=_SPACE)
 class CNNDiagnoser(Diagnoser):
     """Per-kind temporal CNN encoders with host and cluster context, trained end to end (PyTorch)."""
 

@@ -12,6 +12,7 @@ registered (or when there is none).
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from tqdm import tqdm
 
 from models.base import Diagnoser, SchemaMismatch, load_model
 from models.ensemble import EnsembleDiagnoser
@@ -207,15 +209,21 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
         scores = [_score("cnn-ensemble", "cnn-ensemble", ensemble, Xt, yt, members_fit_s)]
         best = load_model(top[0].folder) if top[0].folder else ensemble
         scores.append(_score(f"{top[0].model} (best trial)", "cnn", best, Xt, yt, top[0].metrics.get("fit_seconds", 0)))
-        for name in cfg.baselines:
+        bar = tqdm(cfg.baselines, desc="baselines", unit="model", disable=not progress)
+        for name in bar:
+            bar.set_postfix_str(f"fitting {name}")
             t0 = time.perf_counter()
             fit_and_score(name, {}, X, y, Xv, yv, folder := out / "baselines" / name)
             model = load_model(folder)
             s = _score(name, "baseline", model, Xt, yt, time.perf_counter() - t0)
             scores.append(s)
+            if progress:
+                bar.write(
+                    f"baseline {name}: test exact match {s.exact_match:.3f} ({s.fit_seconds:.0f} s to fit)", sys.stderr
+                )
             with tracker.run(f"baseline-{name}", model.get_params(), nested=True) as r:
                 r.log_metrics({"test_exact_match": s.exact_match, "test_component_accuracy": s.component_accuracy})
-        curve = _learning_curve(top[0], X, y, Xv, yv, Xt, yt, cfg, out / "curve")
+        curve = _learning_curve(top[0], X, y, Xv, yv, Xt, yt, cfg, out / "curve", progress)
         res = Results(
             resolved
             | {
@@ -280,12 +288,13 @@ def _learning_curve(
     yt: Sequence[Labels],
     cfg: TrainConfig,
     out: Path,
+    progress: bool = True,
 ) -> list[CurvePoint]:
     """The best trial's config refitted on growing shares of the training set."""
     params = {k: v for k, v in best.config.items() if k != "issue_rate"}
     order = np.random.default_rng(cfg.seed).permutation(len(X))
     points = []
-    for frac in cfg.curve:
+    for frac in tqdm(cfg.curve, desc="learning curve", unit="share", disable=not progress):
         idx = order[: max(2, round(frac * len(X)))]
         Xs, ys = [X[i] for i in idx], [y[i] for i in idx]
         t0 = time.perf_counter()

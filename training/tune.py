@@ -90,6 +90,15 @@ class _Progress(Callback):
         self.bar = tqdm(total=total, desc=desc, unit="trial", disable=not enabled)
         self.best = -math.inf
 
+    # Tune saves its callbacks with the experiment state; the bar holds this process's stderr (under a
+    # test's capture or a worker's log proxy, not picklable) and is no state worth keeping.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"best": self.best}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.best = state["best"]
+        self.bar = tqdm(disable=True)
+
     def on_trial_result(
         self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any], **info: Any
     ) -> None:

@@ -42,10 +42,15 @@ def test_champion_diagnoses_a_bundle(trained: tuple[Settings, Trained], tmp_path
     assert len(doc["components"]) == 61
 
 
-def test_second_run_reuses_data_and_guards_promotion(trained: tuple[Settings, Trained]) -> None:
+def test_second_run_reuses_data_and_guards_promotion(
+    trained: tuple[Settings, Trained], capfd: pytest.CaptureFixture[str]
+) -> None:
     settings, _ = trained
     cached = sorted(p.name for p in (settings.data_dir / "datasets").iterdir())
-    again = run_training(TrainConfig.preset("smoke"), settings, progress=False)
+    again = run_training(TrainConfig.preset("smoke"), settings, progress=True)
+    err = capfd.readouterr().err  # every long step shows its progress
+    for step in ("sweep cnn_small", "baselines", "baseline minirocket: test exact match", "learning curve"):
+        assert step in err
     assert sorted(p.name for p in (settings.data_dir / "datasets").iterdir()) == cached  # datasets reused
     champ = Tracker(settings.data_dir).champion(settings.registered_model)
     assert champ is not None and again.version == "2"
