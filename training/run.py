@@ -27,7 +27,7 @@ from models.ensemble import EnsembleDiagnoser
 from models.metrics import component_accuracy, exact_match, per_fault
 from pipeline.tensors import BundleTensors
 from training.datasets import DatasetSpec, build, combine, load_dataset
-from training.fitting import fit_and_score, is_faulty, select_members
+from training.fitting import fit_and_score, is_faulty, mix_issue_rate, select_members
 from training.report import CurvePoint, ModelScore, Results, write_report
 from training.tracking import Tracker
 from training.tune import SweepSpec, TrialOutcome, run_sweep
@@ -290,16 +290,23 @@ def _learning_curve(
     out: Path,
     progress: bool = True,
 ) -> list[CurvePoint]:
-    """The best trial's config refitted on growing shares of the training set."""
+    """The best trial's recipe (its config and issue-rate mix) refitted on growing shares of the
+    training set. The whole set is the best trial itself: its model is scored, not trained again."""
     params = {k: v for k, v in best.config.items() if k != "issue_rate"}
+    rate = best.config.get("issue_rate")
     order = np.random.default_rng(cfg.seed).permutation(len(X))
     points = []
     for frac in tqdm(cfg.curve, desc="learning curve", unit="share", disable=not progress):
         idx = order[: max(2, round(frac * len(X)))]
-        Xs, ys = [X[i] for i in idx], [y[i] for i in idx]
-        t0 = time.perf_counter()
-        fit_and_score(best.model, params, Xs, ys, Xv, yv, folder := out / f"{frac:.2f}")
-        fit_s = time.perf_counter() - t0
+        if len(idx) >= len(X) and best.folder is not None:
+            fit_s, folder = best.metrics.get("fit_seconds", 0.0), best.folder
+        else:
+            Xs, ys = [X[i] for i in idx], [y[i] for i in idx]
+            if rate is not None:  # as the trial did: the share's faulty/healthy mix at its issue rate
+                Xs, ys = mix_issue_rate(Xs, ys, float(rate), seed=int(params.get("seed", 0)))
+            t0 = time.perf_counter()
+            fit_and_score(best.model, params, Xs, ys, Xv, yv, folder := out / f"{frac:.2f}")
+            fit_s = time.perf_counter() - t0
         pred = load_model(folder).predict(Xt)
         points.append(CurvePoint(frac, len(idx), exact_match(yt, pred), fit_s))
     return points

@@ -31,6 +31,10 @@ def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) 
     for section in ("## Field test set", "## Per-fault recall", "## Learning curve", "## Sweep"):
         assert section in text
     assert (done.report.parent / "comparison.png").stat().st_size > 1000
+    # The learning curve's whole-set point is the best trial itself, scored rather than trained again.
+    best = next(s for s in done.scores if s.name.endswith("(best trial)"))
+    rows = text.split("## Learning curve")[1].split("## Sweep")[0].strip().splitlines()
+    assert rows[-1].split("|")[2].strip() == f"{100 * best.exact_match:.1f} %"
     assert (settings.data_dir / "sweeps" / "winners.json").exists()
 
 
