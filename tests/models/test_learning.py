@@ -89,8 +89,8 @@ def test_validation_fraction_splits_training_bundles(lab: LabData) -> None:
 def test_fit_network_reports_each_epoch(lab: LabData) -> None:
     """The train loop hands every epoch's record to `on_epoch` as it ends (for a sweep's scheduler)."""
     X, y = lab.train
-    params = create_model("cnn_small", epochs=2, patience=5)
-    net = ClusterCNN(width=8, depth=1)
+    params = create_model("cnn_small", epochs=2, patience=5)  # the family default reads features
+    net = ClusterCNN(width=8, depth=1, features=True)
     net.set_normalisation(normalisation_stats(X[:4]))
     seen: list[dict] = []
     val = list(zip(X[4:6], y[4:6], strict=True))
