@@ -34,7 +34,7 @@ from torch import Tensor, nn
 
 from models.base import KIND_LABELS, Diagnoser, Labels, Proba, check_Xy, expand_proba
 from models.cnn_layers import KindEncoder, segment_mean_max
-from models.cnn_train import Batch, EpochCallback, collate, fit_network, normalisation_stats, to_arrays
+from models.cnn_train import Batch, EpochCallback, collate, fit_network, to_arrays
 from models.features import feature_names
 from models.registry import register_model
 from models.seeds import SeedStack
@@ -287,7 +287,6 @@ class CNNDiagnoser(Diagnoser):
             n_val = max(1, round(self.validation_fraction * len(train)))
             val, train = [train[i] for i in order[:n_val]], [train[i] for i in order[n_val:]]
         net = self._build()
-        net.set_normalisation(normalisation_stats([bt for bt, _ in train]))
         self.history_: list[dict[str, float]] = fit_network(net, train, val, self, device, on_epoch)
         self.network_ = net.eval()  # stays on its device; eval mode from here on
 

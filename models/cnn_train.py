@@ -241,10 +241,11 @@ def fit_network(
     device: torch.device,
     on_epoch: EpochCallback | None = None,
 ) -> list[dict[str, Any]]:
-    """Train `net` in place; returns the per-epoch history (each record also goes to `on_epoch`).
-    The caller sets the series' normalisation; the engineered features' is set here from the arrays."""
+    """Train `net` in place, its input statistics first (from the training bundles); returns the
+    per-epoch history (each record also goes to `on_epoch`)."""
     train_arrays = [to_arrays(bt, lab, p.features) for bt, lab in train]
     val_arrays = [to_arrays(bt, lab, p.features) for bt, lab in val] if val else []
+    net.set_normalisation(normalisation_stats([bt for bt, _ in train]))  # type: ignore[operator]
     if p.features:
         net.set_feature_normalisation(feature_stats(train_arrays))  # type: ignore[operator]
     weights = class_weights(train_arrays, p.class_weight_power)

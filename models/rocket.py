@@ -21,7 +21,7 @@ from typing import Any, Self
 import numpy as np
 
 from models.base import Labels, check_Xy
-from models.baselines import FeatureBaseline
+from models.baselines import LogRegDiagnoser
 from models.codec import decode, encode
 from models.registry import register_model
 from pipeline.tensors import BundleTensors, KindTensors
@@ -71,7 +71,7 @@ def kind_series(kt: KindTensors, mu: np.ndarray, sd: np.ndarray, length: int) ->
         "class_weight_power": ("uniform", 0.0, 1.0),
     },
 )
-class MiniRocketDiagnoser(FeatureBaseline):
+class MiniRocketDiagnoser(LogRegDiagnoser):
     """MiniRocket features of each component's own and peer-relative series, logistic regression per kind."""
 
     default_name = "minirocket"
@@ -86,17 +86,10 @@ class MiniRocketDiagnoser(FeatureBaseline):
         class_weight_power: float = 0.5,
         random_state: int = 0,
     ) -> None:
-        super().__init__(class_weight_power, random_state)
+        super().__init__(C, max_iter, class_weight_power, random_state)
         self.num_kernels = num_kernels  # features per kind (MiniRocket rounds to a multiple of 84)
         self.max_dilations = max_dilations
         self.fit_rows = fit_rows  # rows whose convolution outputs set the kernels' biases
-        self.C = C
-        self.max_iter = max_iter
-
-    def _make_classifier(self) -> Any:
-        from sklearn.linear_model import LogisticRegression
-
-        return LogisticRegression(C=self.C, max_iter=self.max_iter, random_state=self.random_state)
 
     def fit(
         self,
@@ -104,7 +97,7 @@ class MiniRocketDiagnoser(FeatureBaseline):
         y: Sequence[Labels],
         eval_set: tuple[Sequence[BundleTensors], Sequence[Labels]] | None = None,
     ) -> Self:
-        """Kernels and input statistics per kind, then FeatureBaseline's classifiers on their features."""
+        """Kernels and input statistics per kind, then the logistic regressions on their features."""
         from models.cnn_train import normalisation_stats
 
         check_Xy(X, y)

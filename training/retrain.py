@@ -25,8 +25,17 @@ from models.ensemble import EnsembleDiagnoser
 from models.metrics import component_accuracy, exact_match
 from pipeline.tensors import BundleTensors
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, load_dataset
-from training.fitting import select_members
-from training.run import TRAINING_SETS, TrainConfig, dataset_specs, sweep_and_rank, training_folder, winner_configs
+from training.run import (
+    TRAINING_SETS,
+    TrainConfig,
+    build_sets,
+    choose_ensemble,
+    dataset_specs,
+    sweep_and_rank,
+    training_folder,
+    training_sources,
+    winner_configs,
+)
 from training.tracking import ModelRef, Run, Tracker
 from vsandx.settings import Settings
 
@@ -206,15 +215,13 @@ def _sweep_candidate(
 ) -> Diagnoser:
     """The top-k ensemble of a sweep over the lab set plus the feedback bundles (weighted)."""
     root = settings.data_dir.resolve()
-    val = build(specs["val"], root, workers=settings.sim_workers, progress=progress)
-    parts = [(build(specs[k], root, workers=settings.sim_workers, progress=progress), 1) for k in TRAINING_SETS
-             if k in specs]  # fmt: skip
-    parts += [(build_labelled(fb_train, root), FEEDBACK_WEIGHT)] if fb_train else []
+    folders = build_sets({k: specs[k] for k in ("val", *TRAINING_SETS) if k in specs}, settings, progress)
+    parts = training_sources(folders) + ([(build_labelled(fb_train, root), FEEDBACK_WEIGHT)] if fb_train else [])
+    val = folders["val"]
     _, ranked = sweep_and_rank(cfg, training_folder(parts, root), val, warm, tracker, out, settings, progress)
-    fitted = [load_model(t.folder) for t in ranked if t.folder]
-    chosen = select_members(fitted, *load_dataset(val), cfg.top_k)
-    run.log_dict(winner_configs([ranked[i] for i in chosen]), "winners.json")  # the next retrain starts here
-    return EnsembleDiagnoser.of([fitted[i] for i in chosen])
+    top, members = choose_ensemble(ranked, *load_dataset(val), cfg.top_k)
+    run.log_dict(winner_configs(top), "winners.json")  # the next retrain starts here if this one wins
+    return EnsembleDiagnoser.of(members)
 
 
 def _version_tags(run_id: str, field: Scores, feedback: Scores, test: DatasetSpec) -> dict[str, str]:

@@ -184,11 +184,31 @@ def winner_configs(top: Sequence[TrialOutcome]) -> list[dict[str, Any]]:
     return [{"model": t.model, **{k: v for k, v in t.config.items() if k != "seed"}} for t in top]
 
 
+def choose_ensemble(
+    ranked: Sequence[TrialOutcome], Xv: Sequence[BundleTensors], yv: Sequence[Labels], k: int
+) -> tuple[list[TrialOutcome], list[Diagnoser]]:
+    """The trials greedy selection keeps on the validation set (best first) and their loaded models."""
+    fitted = [load_model(t.folder) for t in ranked if t.folder]  # ranked trials all have a folder
+    chosen = select_members(fitted, Xv, yv, k)
+    return [ranked[i] for i in chosen], [fitted[i] for i in chosen]
+
+
+def build_sets(specs: dict[str, DatasetSpec], settings: Settings, progress: bool = True) -> dict[str, Path]:
+    """Every dataset of `specs` built, or found in the cache."""
+    root = settings.data_dir.resolve()
+    return {k: build(s, root, workers=settings.sim_workers, progress=progress) for k, s in specs.items()}
+
+
+def training_sources(folders: dict[str, Path]) -> list[tuple[Path, int]]:
+    """The training sources among built sets (lab, then varied), each once: training_folder's parts."""
+    return [(folders[k], 1) for k in TRAINING_SETS if k in folders]
+
+
 def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) -> Trained:
     root = settings.data_dir.resolve()
     sets = dataset_specs(cfg)
-    folders = {k: build(s, root, workers=settings.sim_workers, progress=progress) for k, s in sets.items()}
-    folders["train"] = training_folder([(folders[k], 1) for k in TRAINING_SETS if k in folders], root)
+    folders = build_sets(sets, settings, progress)
+    folders["train"] = training_folder(training_sources(folders), root)
     X, y = load_dataset(folders["train"])
     Xv, yv = load_dataset(folders["val"])
     Xt, yt = load_dataset(folders["test"])
@@ -199,16 +219,14 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
     warm = _warm_start(root)
     with tracker.run(f"train-{stamp}", {"preset": resolved}, config=resolved) as parent:
         trials, ranked = sweep_and_rank(cfg, folders["train"], folders["val"], warm, tracker, out, settings, progress)
-        fitted = [load_model(t.folder) for t in ranked if t.folder]
-        chosen = select_members(fitted, Xv, yv, cfg.top_k)
-        top = [ranked[i] for i in chosen]
+        top, members = choose_ensemble(ranked, Xv, yv, cfg.top_k)
         winners = winner_configs(top)
         parent.log_dict(winners, "winners.json")  # what a retrain warm-starts from when this is champion
-        ensemble = EnsembleDiagnoser.of([fitted[i] for i in chosen])
+        ensemble = EnsembleDiagnoser.of(members)
         members_fit_s = sum(t.metrics.get("fit_seconds", 0.0) for t in top)  # the ensemble's training time
         scores = [_score("cnn-ensemble", "cnn-ensemble", ensemble, Xt, yt, members_fit_s)]
-        best = load_model(top[0].folder) if top[0].folder else ensemble
-        scores.append(_score(f"{top[0].model} (best trial)", "cnn", best, Xt, yt, top[0].metrics.get("fit_seconds", 0)))
+        best = _score(f"{top[0].model} (best trial)", "cnn", members[0], Xt, yt, top[0].metrics.get("fit_seconds", 0))
+        scores.append(best)
         bar = tqdm(cfg.baselines, desc="baselines", unit="model", disable=not progress)
         for name in bar:
             bar.set_postfix_str(f"fitting {name}")
@@ -223,7 +241,7 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
                 )
             with tracker.run(f"baseline-{name}", model.get_params(), nested=True) as r:
                 r.log_metrics({"test_exact_match": s.exact_match, "test_component_accuracy": s.component_accuracy})
-        curve = _learning_curve(top[0], X, y, Xv, yv, Xt, yt, cfg, out / "curve", progress)
+        curve = _learning_curve(top[0], best.exact_match, X, y, Xv, yv, Xt, yt, cfg, out / "curve", progress)
         res = Results(
             resolved
             | {
@@ -280,6 +298,7 @@ def _beats_champion(
 
 def _learning_curve(
     best: TrialOutcome,
+    best_exact: float,  # the best trial's test exact match (already measured)
     X: Sequence[BundleTensors],
     y: Sequence[Labels],
     Xv: Sequence[BundleTensors],
@@ -298,15 +317,14 @@ def _learning_curve(
     points = []
     for frac in tqdm(cfg.curve, desc="learning curve", unit="share", disable=not progress):
         idx = order[: max(2, round(frac * len(X)))]
-        if len(idx) >= len(X) and best.folder is not None:
-            fit_s, folder = best.metrics.get("fit_seconds", 0.0), best.folder
-        else:
-            Xs, ys = [X[i] for i in idx], [y[i] for i in idx]
-            if rate is not None:  # as the trial did: the share's faulty/healthy mix at its issue rate
-                Xs, ys = mix_issue_rate(Xs, ys, float(rate), seed=int(params.get("seed", 0)))
-            t0 = time.perf_counter()
-            fit_and_score(best.model, params, Xs, ys, Xv, yv, folder := out / f"{frac:.2f}")
-            fit_s = time.perf_counter() - t0
-        pred = load_model(folder).predict(Xt)
-        points.append(CurvePoint(frac, len(idx), exact_match(yt, pred), fit_s))
+        if len(idx) >= len(X):
+            points.append(CurvePoint(frac, len(idx), best_exact, best.metrics.get("fit_seconds", 0.0)))
+            continue
+        Xs, ys = [X[i] for i in idx], [y[i] for i in idx]
+        if rate is not None:  # as the trial did: the share's faulty/healthy mix at its issue rate
+            Xs, ys = mix_issue_rate(Xs, ys, float(rate), seed=int(params.get("seed", 0)))
+        t0 = time.perf_counter()
+        fit_and_score(best.model, params, Xs, ys, Xv, yv, folder := out / f"{frac:.2f}")
+        fit_s = time.perf_counter() - t0
+        points.append(CurvePoint(frac, len(idx), exact_match(yt, load_model(folder).predict(Xt)), fit_s))
     return points

@@ -62,6 +62,20 @@ def test_without_events_is_the_bundle_with_no_logs_collected(lab: LabData) -> No
 
 
 def test_event_dropout_trains(lab: LabData) -> None:
+    """With every training bundle shown without logs, the weights that read log-event channels never get
+    a gradient: they stay at their initial values, while training on the logs moves them."""
     X, y = lab.train
+    disk_events = [i for i, c in enumerate(KIND_CHANNEL_DEFS["disk"]) if c.source == "event"]
+    with_logs = [i for i, bt in enumerate(X) if bt.kinds["disk"].values[:, disk_events].any()][:4]
+    Xs, ys = [X[i] for i in with_logs], [y[i] for i in with_logs]
+    kw = {"width": 8, "depth": 1, "features": False, "coarsen_p": 0.0, "weight_decay": 0.0, "seed": 4}
+
+    def event_weights(**more: object) -> torch.Tensor:
+        m = create_model("cnn_small", **kw, **more).fit(Xs, ys)
+        return m.network_.encoders["disk"].stem.weight[:, disk_events].detach().clone()
+
     m = create_model("cnn_small", width=8, depth=1, epochs=1, event_dropout=1.0).fit(X[:4], y[:4])
     assert m.get_params()["event_dropout"] == 1.0 and len(m.history_) == 1
+    start = event_weights(epochs=0)
+    assert torch.equal(event_weights(epochs=2, event_dropout=1.0), start)
+    assert not torch.equal(event_weights(epochs=2, event_dropout=0.0), start)
