@@ -164,6 +164,7 @@ def esxtop_channels(topo: Topology, grid: Grid, kinds: dict[str, KindFill]) -> N
 
 def event_channels(topo: Topology, evs: dict[str, list[LogEvent]], grid: Grid, kinds: dict[str, KindFill]) -> None:
     cluster_vobs: list[float] = []
+    vob_cover = np.zeros(grid.T, bool)  # steps some host's vobd log covers
     for hn, lst in evs.items():
         files = topo.logs.get(hn, [])
         # A log covers from its first line to the bundle's collection time (quiet periods are zeros).
@@ -179,6 +180,7 @@ def event_channels(topo: Topology, evs: dict[str, list[LogEvent]], grid: Grid, k
             for a, b in sp:
                 ok |= (steps + grid.step > a) & (steps <= (b or a))
             cover[src] = ok
+        vob_cover |= cover[("vobd",)]
         buckets: dict[tuple[str, str, str], list[float]] = {}
         for ev in lst:
             for kind, cid in _event_target(ev, hn, topo):
@@ -203,6 +205,6 @@ def event_channels(topo: Topology, evs: dict[str, list[LogEvent]], grid: Grid, k
             CLUSTER_ID,
             k.by_key[("event", "vob")],
             count_events(np.asarray(cluster_vobs, float), grid),
-            np.ones(grid.T, bool),
+            vob_cover,
             grid.step,
         )

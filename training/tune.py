@@ -4,7 +4,8 @@ Each trial trains one registered model on the cached lab training set, mixed to 
 rate, and reports the field validation set's exact match after every epoch; ASHA stops the weak ones.
 A trial takes a share of a GPU when CUDA is present and one CPU otherwise. `ray_address` (or the
 VSANDX_RAY_ADDRESS setting) puts the sweep on an existing Ray cluster. Winners' configs from an
-earlier sweep are evaluated first (warm start).
+earlier sweep are evaluated first (warm start); a sweep with none starts from the family's registered
+recipe, so that a small sweep's result does not hang on what its few random draws happen to be.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search.basic_variant import BasicVariantGenerator
 from tqdm import tqdm
 
-from models.registry import search_space
+from models.registry import create_model, search_space
 from training.datasets import load_dataset
 from training.fitting import fit_and_score, mix_issue_rate
 
@@ -68,6 +69,13 @@ def ray_space(space: Mapping[str, tuple[Any, ...]]) -> dict[str, Any]:
         else:
             out[name] = tune.choice(list(spec[1]))
     return out
+
+
+def registry_point(model: str, issue_rate: float = 0.5) -> dict[str, Any]:
+    """The family's registered recipe (its defaults) as a point of its search space, at `issue_rate`
+    (the sweep's own seed applies)."""
+    params = create_model(model).get_params()
+    return {k: params[k] for k in search_space(model) if k in params and k != "seed"} | {"issue_rate": issue_rate}
 
 
 def _trial(config: dict[str, Any], model: str, train_dir: str, val_dir: str, out_dir: str) -> None:
@@ -143,7 +151,10 @@ def run_sweep(
     # one more than the epochs: the final report (saved model, final_* scores) comes after the last epoch
     max_t = (int(spec.overrides["epochs"]) if epochs_fixed else spec.max_epochs) + 1
     scheduler = ASHAScheduler(time_attr="epoch", max_t=max_t, grace_period=min(spec.grace_epochs, max_t))
-    warm = [{k: v for k, v in c.items() if k in space} for c in spec.warm_start]
+    # A fixed hyperparameter (overrides) stays fixed: Ray would let a warm point's value replace it.
+    free = set(space) - set(spec.overrides)
+    points = list(spec.warm_start) or [registry_point(spec.model, float(np.mean(spec.issue_rate)))]
+    warm = [{k: v for k, v in c.items() if k in free} for c in points]
     tuner = tune.Tuner(
         trainable,
         param_space=space,

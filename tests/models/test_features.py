@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import numpy.ma as ma
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from models import features as features_module
 from models.features import (
     STATS,
     QuantileBinner,
@@ -26,6 +29,23 @@ def test_shapes_names_and_finiteness(lab: LabData) -> None:
         assert f.shape == (len(bt.kinds[kind].ids), len(feature_names(kind)))
         assert f.dtype == np.float32
         assert np.isfinite(f).all()
+
+
+def test_rows_are_computed_once_per_bundle_object(lab: LabData) -> None:
+    bt = lab.X[1]
+    first = bundle_features(bt)
+    assert bundle_features(bt) is first  # an ensemble's second member reads the same rows
+    twin = copy.deepcopy(bt)  # equal content, another object: computed afresh, same values
+    again = bundle_features(twin)
+    assert again is not first
+    for kind in COMPONENT_KINDS:
+        np.testing.assert_array_equal(again[kind], first[kind])
+    other = bundle_features(lab.X[2])
+    assert other["disk"].shape[0] == len(lab.X[2].kinds["disk"].ids)
+    for bt_other in lab.X[3:30]:  # the memo is bounded: old entries go, and come back equal
+        bundle_features(bt_other)
+    assert len(features_module._RECENT) <= features_module._RECENT_SIZE
+    np.testing.assert_array_equal(bundle_features(bt)["disk"], first["disk"])
 
 
 @settings(max_examples=40, deadline=None)

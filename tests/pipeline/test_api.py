@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 
@@ -152,11 +153,25 @@ def test_labels_json_is_never_read(tmp_path: Path, bundle: tuple[dict[str, bytes
     assert a.component_ids == load_bundle(tgz_bytes(bundle[0])).component_ids
 
 
-def test_long_capture_window_follows_activity(tmp_path: Path) -> None:
+def test_a_48_hour_capture_is_held_whole(tmp_path: Path) -> None:
     files, _ = build_bundle(n_hosts=2, hours=48, interval=300, seed=4, esxtop_rows=0)
     bt = load_bundle(write_tgz(files, tmp_path / "l.tgz"))
+    assert bt.step_s == 1200 and bt.T == 180  # 144 steps of 20 min hold the 48 hours
+    valid = bt.kinds["cluster"].mask[0, 0]  # (T,) steps with a cluster-wide IOPS sample
+    assert valid[:144].all() and not valid[144:].any()
+    vob = bt.kinds["cluster"].channels.index("ev.vob")  # log counts hold where some host's vobd covers
+    assert bt.kinds["cluster"].mask[0, vob, :144].all() and not bt.kinds["cluster"].mask[0, vob, 150:].any()
+    kt = bt.kinds["disk"]  # the fixture's bad disk degrades from hour 24 on: its log burst is in
+    assert kt.values[:, kt.channels.index("ev.scsi_fail_medium")].sum() > 0
+
+
+def test_longer_than_the_grid_window_follows_activity(tmp_path: Path) -> None:
+    files, _ = build_bundle(n_hosts=2, hours=48, interval=300, seed=4, esxtop_rows=0)
+    bt = load_bundle(write_tgz(files, tmp_path / "l.tgz"), PipelineConfig(max_step_s=300))
     assert bt.step_s == 300 and bt.T == 180
-    # the fixture's bad disk degrades from hour 24 on: the chosen window must cover its log burst
+    # 15 of the 48 hours fit: the window goes where the bad disk's log burst is (from hour 24 on)
+    capture_start = int(datetime(2026, 3, 2, 10, tzinfo=UTC).timestamp())
+    assert bt.start >= capture_start + 9 * 3600
     kt = bt.kinds["disk"]
     assert kt.values[:, kt.channels.index("ev.scsi_fail_medium")].sum() > 0
 

@@ -10,7 +10,7 @@ import pytest
 from models.registry import search_space
 from training.datasets import DatasetSpec, build, load_dataset
 from training.fitting import is_faulty, mix_issue_rate
-from training.tune import SweepSpec, ray_space, run_sweep
+from training.tune import SweepSpec, ray_space, registry_point, run_sweep
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +38,14 @@ def test_mix_issue_rate(data: tuple[Path, Path, Path]) -> None:
 
 def test_sweep_runs_trials_and_saves_models(data: tuple[Path, Path, Path]) -> None:
     root, train, val = data
-    warm = {"lr": 0.004, "width": 16, "depth": 2, "dropout": 0.1, "issue_rate": 0.5}
+    # epochs is fixed for the sweep: the warm point's 50 must not replace it
+    warm = {"lr": 0.004, "width": 16, "depth": 2, "dropout": 0.1, "issue_rate": 0.5, "epochs": 50}
     spec = SweepSpec("cnn_small", num_samples=2, overrides={"epochs": 2, "batch_size": 8, "width": 16},
                      warm_start=[warm], seed=3)  # fmt: skip
     out = run_sweep(spec, train, val, root / "sweeps", progress=False)
     assert len(out) == 2
     assert any(abs(o.config["lr"] - 0.004) < 1e-12 and o.config["issue_rate"] == 0.5 for o in out)
+    assert all(o.config["epochs"] == 2 for o in out)
     for o in out:
         assert 0.0 <= o.metrics["final_exact_match"] <= 1.0
         assert o.folder is not None and (o.folder / "config.json").exists()
@@ -58,3 +60,13 @@ def test_sweep_with_relative_paths(data: tuple[Path, Path, Path], monkeypatch: p
     spec = SweepSpec("cnn_small", num_samples=1, overrides={"epochs": 1, "width": 16}, seed=4)
     out = run_sweep(spec, rel / train.relative_to(root), rel / val.relative_to(root), rel / "rel", progress=False)
     assert len(out) == 1 and out[0].folder is not None
+    # no warm start: the one trial is the family's registered recipe, with the sweep's overrides and seed
+    expected = registry_point("cnn_small") | {"epochs": 1, "width": 16, "seed": 4}
+    assert {k: out[0].config[k] for k in expected} == expected
+
+
+def test_registry_point_is_the_family_recipe() -> None:
+    point = registry_point("cnn_deep", issue_rate=0.4)
+    assert set(point) == set(search_space("cnn_deep")) - {"seed"} | {"issue_rate"}
+    assert point["width"] == 64 and point["depth"] == 5 and point["event_dropout"] == 0.2
+    assert point["issue_rate"] == 0.4
