@@ -67,7 +67,10 @@ class FeatureBaseline(Diagnoser):
     ) -> Self:
         """One classifier per kind on the stacked per-component features (eval_set is not used)."""
         check_Xy(X, y)
-        feats = self._features(X)
+        return self._fit_features(self._features(X), X, y)
+
+    def _fit_features(self, feats: dict[str, np.ndarray], X: Sequence[BundleTensors], y: Sequence[Labels]) -> Self:
+        """fit's work once the features of X are computed (`feats`: what _features(X) gives)."""
         self.transforms_: dict[str, Any] = {}
         self.classifiers_: dict[str, Any] = {}
         self.constant_: dict[str, np.ndarray] = {}  # kind -> local probabilities when no classifier

@@ -9,7 +9,8 @@ A baseline sees one fixed-length row per component, built from the bundle's tens
    bundle, of its peers on the same host, and (disks) of the disks in the same disk group — a fault is
    usually *one* component standing out from its siblings;
 3. log-event counts: log1p of the events in the window, per event channel;
-4. its static side features (with their masks);
+4. its static side features (with their masks); for a NIC, faults.md's nicinfo checks of a vSAN uplink
+   (slower than the cluster's other vSAN uplinks, half duplex), weighted by its share of vSAN traffic;
 5. context: the mean/max of its host's channels (nic, diskgroup, disk), of its disk group's (disk),
    the median/max/min over hosts and over disk groups of those (cluster: a resync shows on several
    hosts at once), and the cluster's channels and static context (every kind).
@@ -189,6 +190,8 @@ def _bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
         if kind == "disk":
             parts.append(_minus_group_median(peer, kt.group_index))
         parts += [_event_counts(kt), kt.static * kt.static_mask, kt.static_mask.astype(np.float32)]
+        if kind == "nic":
+            parts.append(_uplink_checks(kt))
         if kind in ("nic", "diskgroup", "disk"):
             parts.append(_gather(host_ctx, kt.host_index))
         if kind == "disk":
@@ -199,6 +202,28 @@ def _bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
         f = np.concatenate(parts, axis=1)
         out[kind] = np.nan_to_num(f, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
     return out
+
+
+UPLINK_CHECKS: Final = ("uplink:slow_for_design", "uplink:half_duplex")
+
+
+def _uplink_checks(kt: KindTensors) -> np.ndarray:
+    """(n_nics, 2): faults.md's nicinfo checks of a vSAN uplink, each weighted by the NIC's share of its
+    host's vSAN traffic (a 1 GbE management port is normal): log2 of how far its speed falls below the
+    fastest vSAN uplink of the cluster (the speed the network was designed for), and half duplex. 0 where
+    nicinfo is missing. (An MTU check is left out: clusters mix 1500 and 9000 across uplinks that share
+    vSAN traffic, so "another MTU than the others" flagged healthy NICs.)"""
+    names = KIND_STATIC["nic"]
+    st = np.where(kt.static_mask, kt.static, np.nan)  # (n, S)
+    speed, duplex = (st[:, names.index(c)] for c in ("speed_gbps", "duplex_full"))
+    share = np.nan_to_num(st[:, names.index("traffic_share")])
+    uplink = share >= 0.5  # carries most of its host's vSAN traffic
+    ref = uplink & np.isfinite(speed) & (speed > 0)
+    design = speed[ref].max() if ref.any() else np.nan
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slow = np.clip(np.log2(design / speed), 0, 6)
+    out = np.stack([share * slow, share * (1 - duplex)], 1)
+    return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 
 
 def _spread(ctx: np.ndarray, n: int) -> np.ndarray:
@@ -227,6 +252,8 @@ def feature_names(kind: str) -> list[str]:
         names += grid("vs_group:", ch, PEER_STATS)
     names += [f"count:{ch[i]}" for i in EVENT_CHANNELS[kind]]
     names += [f"static:{s}" for s in KIND_STATIC[kind]] + [f"has:{s}" for s in KIND_STATIC[kind]]
+    if kind == "nic":
+        names += list(UPLINK_CHECKS)
     if kind in ("nic", "diskgroup", "disk"):
         names += grid("host:", KIND_CHANNELS["host"], PEER_STATS)
     if kind == "disk":

@@ -106,17 +106,17 @@ class MiniRocketDiagnoser(LogRegDiagnoser):
         self.series_stats_ = {k: (mu, sd) for k, (mu, sd, _, _) in normalisation_stats(X).items()}
         rng = np.random.default_rng(self.random_state)
         self.kernels_: dict[str, tuple[np.ndarray, ...]] = {}
+        series = {k: self._series(X, k) for k in COMPONENT_KINDS}  # (n_k, 2C, L), built once for both steps
         state = np.random.get_state()  # sktime's fit seeds NumPy's global generator: restore it after
         try:
-            for k in COMPONENT_KINDS:
-                rows = self._series(X, k)
+            for k, rows in series.items():
                 if len(rows) == 0:
                     continue
                 sample = rows[rng.permutation(len(rows))[: self.fit_rows]]
                 self.kernels_[k] = tuple(fit_multi(sample, self.num_kernels, self.max_dilations, self.random_state))
         finally:
             np.random.set_state(state)
-        return super().fit(X, y)
+        return self._fit_features(self._transform(series), X, y)
 
     def _series(self, X: Sequence[BundleTensors], kind: str) -> np.ndarray:
         mu, sd = self.series_stats_[kind]
@@ -125,10 +125,13 @@ class MiniRocketDiagnoser(LogRegDiagnoser):
         return np.concatenate(parts) if parts else np.zeros((0, 2 * c, self.length_), np.float32)
 
     def _features(self, X: Sequence[BundleTensors]) -> dict[str, np.ndarray]:
+        return self._transform({k: self._series(X, k) for k in COMPONENT_KINDS})
+
+    def _transform(self, series: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Per kind, (n_k, 2C, L) series -> (n_k, num_kernels) MiniRocket features."""
         _, transform_multi = _kernels()
         out = {}
-        for k in COMPONENT_KINDS:
-            rows = self._series(X, k)
+        for k, rows in series.items():
             if k not in self.kernels_ or len(rows) == 0:
                 out[k] = np.zeros((len(rows), 0), np.float32)
                 continue

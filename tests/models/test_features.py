@@ -10,12 +10,16 @@ from hypothesis import strategies as st
 from models import features as features_module
 from models.features import (
     STATS,
+    UPLINK_CHECKS,
     QuantileBinner,
     _minus_group_median,
+    _uplink_checks,
     bundle_features,
     channel_stats,
     feature_names,
 )
+from pipeline.channels import KIND_STATIC
+from pipeline.tensors import KindTensors
 from vsandx.faults import COMPONENT_KINDS
 
 from .conftest import LabData
@@ -84,6 +88,29 @@ def test_peer_relative_features_single_out_the_odd_disk(lab: LabData) -> None:
     own = names.index("disk.latencyDevDAvg:mean")
     np.testing.assert_allclose(f[:, col], f[:, own] - np.median(f[:, own]), atol=1e-5)
     assert len(kt.ids) == f.shape[0]
+
+
+def test_uplink_checks_flag_a_slow_or_half_duplex_vsan_uplink() -> None:
+    """faults.md: Speed 1000 (or Duplex Half) on the vSAN uplink of a 10/25 GbE network; a 1 GbE
+    management port that carries no vSAN traffic is normal, and a NIC without nicinfo reads 0."""
+    ids = ("nic:a/vmnic0", "nic:a/vmnic1", "nic:b/vmnic1", "nic:c/vmnic1", "nic:d/vmnic1")
+    kt = KindTensors.empty("nic", ids, 4)
+    names = KIND_STATIC["nic"]
+    rows = [  # speed_gbps, duplex_full, traffic_share; None = no nicinfo
+        (1.0, 1.0, 0.0),  # management port
+        (10.0, 1.0, 1.0),  # healthy vSAN uplink
+        (1.0, 1.0, 0.95),  # renegotiated to 1 Gb/s
+        (10.0, 0.0, 1.0),  # half duplex
+        (None, None, 1.0),  # nicinfo missing (host bundle not uploaded)
+    ]
+    for i, (speed, duplex, share) in enumerate(rows):
+        for name, v in (("speed_gbps", speed), ("duplex_full", duplex), ("traffic_share", share)):
+            if v is not None:
+                kt.static[i, names.index(name)], kt.static_mask[i, names.index(name)] = v, True
+    got = _uplink_checks(kt)
+    assert got.shape == (5, len(UPLINK_CHECKS))
+    np.testing.assert_allclose(got[:, 0], [0.0, 0.0, 0.95 * np.log2(10), 0.0, 0.0], rtol=1e-5)
+    np.testing.assert_allclose(got[:, 1], [0.0, 0.0, 0.0, 1.0, 0.0])
 
 
 def test_quantile_binner_is_non_negative_one_hot() -> None:

@@ -176,6 +176,21 @@ def test_longer_than_the_grid_window_follows_activity(tmp_path: Path) -> None:
     assert kt.values[:, kt.channels.index("ev.scsi_fail_medium")].sum() > 0
 
 
+@pytest.mark.parametrize("index", [5, 37, 119, 120, 136])
+def test_every_labelled_fault_lies_inside_the_tensors(index: int) -> None:
+    """Field test bundles (seed 3) whose faults a 15-hour window left out: a resync that had finished,
+    faults that began after the window. The whole capture is on the grid now."""
+    from data.simulate.generate import simulate_bundle
+
+    b = simulate_bundle("field", 3, index)
+    bt = load_bundle(tgz_bytes({k: v for k, v in b.files.items() if k != "labels.json"}))
+    end = bt.start + bt.T * bt.step_s
+    assert bt.start <= int(b.plan.grid.times[0]) and int(b.plan.grid.times[-1]) < end
+    for f in b.plan.faults:
+        onset = int(b.plan.grid.times[f.onset])
+        assert bt.start <= onset < end, f
+
+
 def test_grid_step_coarsens_to_cover_the_capture(tmp_path: Path) -> None:
     files, _ = build_bundle(n_hosts=2, hours=2, interval=20, seed=6, esxtop_rows=0)
     bt = load_bundle(tgz_bytes(files))
