@@ -5,7 +5,7 @@ once for all of them instead of once per seed; each member keeps its own initial
 dropout draws, loss and gradient clipping, so they are K independent networks that share the data
 path. The stack predicts with the mean of its members' probabilities (an ensemble in one model) and
 is selected, stopped early and saved as one. Whether it pays is measured by
-benchmarks/bench_models.py --seeds.
+benchmarks/bench_seeds.py.
 """
 
 from __future__ import annotations
