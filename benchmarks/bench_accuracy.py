@@ -19,34 +19,19 @@ log lines our parser reads less of — how much a model leans on one kind of evi
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import inspect
 import json
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from models.metrics import component_accuracy, exact_match, per_fault  # noqa: E402
 from models.registry import create_model  # noqa: E402
-from pipeline.channels import KIND_CHANNEL_DEFS  # noqa: E402
-from pipeline.tensors import BundleTensors  # noqa: E402
 from training.datasets import DatasetSpec, build, load_dataset  # noqa: E402
 from training.fitting import is_faulty  # noqa: E402
-
-
-def without(bt: BundleTensors, sources: set[str]) -> BundleTensors:
-    """The bundle as if nothing of `sources` had been collected: those channels masked and zeroed."""
-    kinds = {}
-    for k, kt in bt.kinds.items():
-        drop = np.array([c.source in sources for c in KIND_CHANNEL_DEFS[k]])
-        mask = kt.mask & ~drop[None, :, None]
-        kinds[k] = dataclasses.replace(kt, mask=mask, values=np.where(mask, kt.values, np.float32(0)))
-    return dataclasses.replace(bt, kinds=kinds)
 
 
 def score(yt: list[dict[str, str]], pred: list[dict[str, str]]) -> dict[str, object]:
@@ -89,7 +74,7 @@ def main() -> int:
     y = list(lab[1][: args.lab]) + list(varied[1][: args.varied])
     Xv, yv = load_dataset(build(DatasetSpec("field", args.val, seed=2), root, progress=False))
     Xt, yt = load_dataset(build(DatasetSpec("field", args.test, seed=3), root, progress=False))
-    variants = {"": list(Xt)} | {d: [without(bt, set(d.split(","))) for bt in Xt] for d in args.drop_test}
+    variants = {"": list(Xt)} | {d: [bt.without(set(d.split(","))) for bt in Xt] for d in args.drop_test}
     for name in args.models.split(","):
         kw: dict[str, object] = {}
         if name.startswith("cnn"):

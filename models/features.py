@@ -21,6 +21,7 @@ Everything is vectorised numpy over (components, channels, T); one 4-host bundle
 
 from __future__ import annotations
 
+import threading
 import weakref
 from typing import Final, Self
 
@@ -151,21 +152,26 @@ def _event_counts(kt: KindTensors) -> np.ndarray:
 
 # The last few bundles' rows, by object: every member of an ensemble (and a CNN beside a baseline)
 # reads the same rows of the bundle being diagnosed. Keyed by id() with a weak reference that must
-# still point at the same object, so a recycled id never hits and nothing is kept alive.
+# still point at the same object, so a recycled id never hits and nothing is kept alive. Threads share
+# it (a retrain runs in a thread of the API process without a broker): the lock keeps lookup, eviction
+# and insertion whole, not the computation.
 _RECENT: dict[int, tuple[weakref.ref[BundleTensors], dict[str, np.ndarray]]] = {}
 _RECENT_SIZE: Final = 16
+_RECENT_LOCK = threading.Lock()
 
 
 def bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
     """Per kind, an (n_components, n_features(kind)) float32 matrix; rows in `kinds[kind].ids` order.
     The arrays of a recent call on the same object are returned again: treat them as read-only."""
-    hit = _RECENT.get(id(bt))
+    with _RECENT_LOCK:
+        hit = _RECENT.get(id(bt))
     if hit is not None and hit[0]() is bt:
         return hit[1]
     out = _bundle_features(bt)
-    if len(_RECENT) >= _RECENT_SIZE:
-        del _RECENT[next(iter(_RECENT))]
-    _RECENT[id(bt)] = (weakref.ref(bt), out)
+    with _RECENT_LOCK:
+        while len(_RECENT) >= _RECENT_SIZE:
+            del _RECENT[next(iter(_RECENT))]
+        _RECENT[id(bt)] = (weakref.ref(bt), out)
     return out
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import numpy as np
 
-from pipeline.channels import KIND_CHANNELS, KIND_STATIC
+from pipeline.channels import KIND_CHANNEL_DEFS, KIND_CHANNELS, KIND_STATIC
 
 # Bump on any change to channels, static features, units or scaling: cached tensors key on it.
 SCHEMA_VERSION: Final = "vsandx.tensors/1"
@@ -69,6 +70,16 @@ class BundleTensors:
     @property
     def component_ids(self) -> list[str]:
         return [cid for kt in self.kinds.values() for cid in kt.ids]
+
+    def without(self, sources: set[str]) -> BundleTensors:
+        """The bundle as if nothing of `sources` (pipeline.channels' channel sources: "event" for log
+        events, "esxtop", ...) had been collected: those channels masked and zeroed."""
+        kinds = {}
+        for k, kt in self.kinds.items():
+            drop = np.array([c.source in sources for c in KIND_CHANNEL_DEFS[k]])[None, :, None]  # (1, C, 1)
+            mask = kt.mask & ~drop
+            kinds[k] = dataclasses.replace(kt, mask=mask, values=np.where(mask, kt.values, np.float32(0)))
+        return dataclasses.replace(self, kinds=kinds)
 
     def summary(self) -> dict[str, Any]:
         """A JSON-able description: what `vsandx parse --json` prints."""

@@ -22,6 +22,7 @@ from pipeline import (
     load_bundle,
     parse_bundle,
 )
+from pipeline.channels import KIND_CHANNEL_DEFS
 from tests.pipeline.pipeline_fixtures import build_bundle, tgz_bytes, write_dir, write_tgz
 from vsandx.faults import COMPONENT_KINDS
 
@@ -183,12 +184,25 @@ def test_every_labelled_fault_lies_inside_the_tensors(index: int) -> None:
     from data.simulate.generate import simulate_bundle
 
     b = simulate_bundle("field", 3, index)
-    bt = load_bundle(tgz_bytes({k: v for k, v in b.files.items() if k != "labels.json"}))
+    upload = tgz_bytes({k: v for k, v in b.files.items() if k != "labels.json"})
+    onsets = [int(b.plan.grid.times[f.onset]) for f in b.plan.faults]
+    bt = load_bundle(upload)
     end = bt.start + bt.T * bt.step_s
     assert bt.start <= int(b.plan.grid.times[0]) and int(b.plan.grid.times[-1]) < end
-    for f in b.plan.faults:
-        onset = int(b.plan.grid.times[f.onset])
-        assert bt.start <= onset < end, f
+    assert all(bt.start <= t < end for t in onsets)
+    old = load_bundle(upload, PipelineConfig(max_step_s=300))  # the 15-hour window missed one of them
+    assert not all(old.start <= t < old.start + old.T * old.step_s for t in onsets)
+
+
+def test_without_blanks_only_the_named_sources(bundle_tgz: Path) -> None:
+    bt = load_bundle(bundle_tgz)
+    out = bt.without({"event"})
+    for k, kt in bt.kinds.items():
+        ev = np.array([c.source == "event" for c in KIND_CHANNEL_DEFS[k]])
+        assert not out.kinds[k].mask[:, ev].any() and not out.kinds[k].values[:, ev].any()
+        assert np.array_equal(out.kinds[k].mask[:, ~ev], kt.mask[:, ~ev])
+        assert np.array_equal(out.kinds[k].values[:, ~ev], kt.values[:, ~ev])
+    assert bt.kinds["disk"].mask[:, [c.source == "event" for c in KIND_CHANNEL_DEFS["disk"]]].any()  # untouched
 
 
 def test_grid_step_coarsens_to_cover_the_capture(tmp_path: Path) -> None:
