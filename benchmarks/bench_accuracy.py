@@ -1,6 +1,6 @@
 """Accuracy on the field test set by training mix (issue 4; the README's "Where accuracy stands").
 
-    .venv/bin/python benchmarks/bench_accuracy.py --lab 500 --varied 500 [--models cnn_small,logreg,mlp,svm,mnb]
+    .venv/bin/python benchmarks/bench_accuracy.py --lab 500 --varied 500 [--models cnn_small,logreg,mlp,svm,mnb,rules]
         [--kind-balance 1.0] [--epochs 30] [--set features=true ...] [--pool 600] [--val 100] [--test 200]
         [--drop-test event [--drop-test esxtop ...]] [--data var/bench-accuracy]
 
@@ -51,7 +51,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lab", type=int, default=500)
     ap.add_argument("--varied", type=int, default=500)
-    ap.add_argument("--models", default="cnn_small,logreg,mlp,svm,mnb")
+    ap.add_argument(
+        "--models", default="cnn_small,logreg,mlp,svm,mnb,rules", help="registry names (rules: faults.md as rules)"
+    )
     ap.add_argument("--kind-balance", type=float, default=None, help="CNN loss balance (default: the model's)")
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="CNN hyperparameter (JSON)")

@@ -22,9 +22,8 @@ from typing import Any, ClassVar, Final, Self
 
 import numpy as np
 from safetensors.numpy import load_file, save_file
-from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
+from models.estimator import Estimator, check_is_fitted
 from pipeline.tensors import SCHEMA_VERSION, BundleTensors
 from vsandx.faults import COMPONENT_KINDS, LABELS, NONE, faults_for_kind
 
@@ -77,7 +76,7 @@ def check_Xy(X: Sequence[BundleTensors], y: Sequence[Labels] | None = None) -> N
             raise SchemaMismatch(f"tensors of schema {bt.schema_version!r}; this code expects {SCHEMA_VERSION!r}")
 
 
-class Diagnoser(BaseEstimator):
+class Diagnoser(Estimator):
     """Base class: per-component fault classification of whole bundles."""
 
     default_name: ClassVar[str] = ""  # registry name saved when `model_name` was never set

@@ -20,12 +20,13 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.naive_bayes import MultinomialNB
 from sklearn.neural_network import MLPClassifier
 from sklearn.svm import SVC
-from sklearn.utils.validation import check_is_fitted
 
 from models.base import KIND_LABELS, Diagnoser, Labels, Proba, check_Xy, expand_proba, kind_targets
 from models.codec import decode, encode
-from models.features import ClippedScaler, QuantileBinner, stack_features
+from models.estimator import check_is_fitted
+from models.features import stack_features
 from models.registry import register_model
+from models.scalers import ClippedScaler, QuantileBinner
 from pipeline.tensors import BundleTensors
 from vsandx.faults import COMPONENT_KINDS
 

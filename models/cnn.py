@@ -29,12 +29,12 @@ from typing import Any, Self
 import numpy as np
 import torch
 import torch.nn.functional as F
-from sklearn.utils.validation import check_is_fitted
 from torch import Tensor, nn
 
 from models.base import KIND_LABELS, Diagnoser, Labels, Proba, check_Xy, expand_proba
 from models.cnn_layers import KindEncoder, segment_mean_max
 from models.cnn_train import Batch, EpochCallback, collate, fit_network, to_arrays
+from models.estimator import check_is_fitted
 from models.features import feature_names
 from models.registry import register_model
 from models.seeds import SeedStack

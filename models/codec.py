@@ -18,7 +18,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import LabelBinarizer, StandardScaler
 from sklearn.svm import SVC
 
-from models.features import ClippedScaler, QuantileBinner
+from models.scalers import ClippedScaler, QuantileBinner
 
 ALLOWED: Final[dict[str, type]] = {
     c.__name__: c

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from typing import Any, Self
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
 
 from models.base import Diagnoser, Labels, Proba, check_Xy
+from models.estimator import check_is_fitted
 from models.registry import create_model, register_model
 from pipeline.tensors import BundleTensors
 

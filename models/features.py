@@ -16,18 +16,17 @@ A baseline sees one fixed-length row per component, built from the bundle's tens
    hosts at once), and the cluster's channels and static context (every kind).
 
 Everything is vectorised numpy over (components, channels, T); one 4-host bundle takes a few ms.
-`QuantileBinner` turns any feature matrix into non-negative one-hot bin counts for multinomial NB.
+No scikit-learn here: the CNNs read these rows at serving time, and importing scikit-learn costs
+seconds (models/scalers.py holds the baselines' sklearn transformers).
 """
 
 from __future__ import annotations
 
 import threading
 import weakref
-from typing import Final, Self
+from typing import Final
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.preprocessing import StandardScaler
 
 from pipeline.channels import KIND_CHANNELS, KIND_STATIC
 from pipeline.tensors import BundleTensors, KindTensors
@@ -280,36 +279,3 @@ def stack_features(
     feats = {k: np.concatenate([p[k] for p in per], 0) for k in COMPONENT_KINDS}
     owner = {k: np.concatenate([np.full(len(p[k]), i, np.int64) for i, p in enumerate(per)]) for k in COMPONENT_KINDS}
     return feats, owner
-
-
-class QuantileBinner(TransformerMixin, BaseEstimator):
-    """Non-negative features for multinomial NB: each column one-hot encoded into `n_bins` quantile
-    bins learned on the training rows (counts of "which bin"), so NB sees how unusual a value is."""
-
-    def __init__(self, n_bins: int = 8) -> None:
-        self.n_bins = n_bins
-
-    def fit(self, X: np.ndarray, y: object = None) -> Self:
-        qs = np.linspace(0, 1, self.n_bins + 1)[1:-1]
-        self.edges_ = np.quantile(np.asarray(X, np.float64), qs, axis=0).T.astype(np.float32)  # (F, n_bins-1)
-        self.n_features_in_ = X.shape[1]
-        return self
-
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        bins = (np.asarray(X, np.float32)[:, :, None] > self.edges_[None]).sum(-1)  # (n, F) in [0, n_bins)
-        onehot = np.zeros((X.shape[0], X.shape[1], self.n_bins), np.float32)
-        np.put_along_axis(onehot, bins[..., None], 1.0, axis=-1)
-        return onehot.reshape(X.shape[0], -1)
-
-
-class ClippedScaler(StandardScaler):
-    """Standardise, then clip to +-clip: a value far outside anything seen in training (a counter that
-    never moved in the lab, a field bundle at another interval) must not dominate a kernel or a dot
-    product. Fitted state is StandardScaler's (mean_, scale_)."""
-
-    def __init__(self, clip: float = 5.0) -> None:
-        super().__init__()
-        self.clip = clip
-
-    def transform(self, X: np.ndarray, copy: bool | None = None) -> np.ndarray:
-        return np.clip(super().transform(X, copy=copy), -self.clip, self.clip)

@@ -12,8 +12,9 @@ Ray Tune space without models/ knowing Ray exists. Each entry is one of
     ("uniform", low, high)      ("loguniform", low, high)
     ("int", low, high)          ("choice", [a, b, ...])
 
-Registration happens when the defining module is imported; `create_model` and `list_models` import the
-built-in families on first use, so `import models.registry` alone stays cheap.
+Registration happens when the defining module is imported; `list_models` imports every built-in family,
+`create_model(name)` only the module of `name` (BUILTIN_FAMILIES), so `import models.registry` stays cheap
+and loading a CNN imports neither scikit-learn nor sktime.
 """
 
 from __future__ import annotations
@@ -28,8 +29,19 @@ from models.base import Diagnoser
 
 SearchSpace = dict[str, tuple[Any, ...]]
 SPACE_KINDS = ("uniform", "loguniform", "int", "choice")
-# Modules whose import registers the built-in families (sklearn baselines, MiniRocket, torch CNNs).
-BUILTIN_MODULES = ("models.baselines", "models.rocket", "models.cnn", "models.ensemble")
+# Modules whose import registers the built-in families (sklearn baselines, MiniRocket, torch CNNs,
+# expert rules).
+BUILTIN_MODULES = ("models.baselines", "models.rocket", "models.cnn", "models.ensemble", "models.rules")
+# Where each built-in family is registered, so that loading one model imports its module alone: a CNN
+# champion never pays for scikit-learn or sktime (seconds of a fresh `vsandx diagnose`). A test checks
+# this map against what the modules register.
+BUILTIN_FAMILIES: dict[str, str] = {
+    **dict.fromkeys(("svm", "logreg", "mlp", "mnb"), "models.baselines"),
+    "minirocket": "models.rocket",
+    **dict.fromkeys(("cnn_small", "cnn_base", "cnn_deep"), "models.cnn"),
+    "ensemble": "models.ensemble",
+    "rules": "models.rules",
+}
 
 D = TypeVar("D", bound=type[Diagnoser])
 
@@ -104,7 +116,11 @@ def list_models(pattern: str = "*") -> list[str]:
 
 
 def model_entry(name: str) -> ModelEntry:
-    _ensure_builtins()
+    if name not in _REGISTRY:
+        if name in BUILTIN_FAMILIES:
+            importlib.import_module(BUILTIN_FAMILIES[name])
+        else:
+            _ensure_builtins()
     try:
         return _REGISTRY[name]
     except KeyError:

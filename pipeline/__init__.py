@@ -1,6 +1,6 @@
 """Bundle -> tensors: safe reading, parsing, topology and tensorisation (shared/spec/architecture.md)."""
 
-from pipeline.api import Parsed, load_bundle, parse_bundle
+from pipeline.api import Parsed, check_path, load_bundle, parse_bundle
 from pipeline.channels import KIND_CHANNELS, KIND_STATIC, LOG_SCALED
 from pipeline.config import PipelineConfig
 from pipeline.errors import (
@@ -10,6 +10,7 @@ from pipeline.errors import (
     LimitExceeded,
     NoPerfData,
     NotABundle,
+    SeveralClusters,
     UnsafeMember,
 )
 from pipeline.tensors import SCHEMA_VERSION, BundleTensors, KindTensors
@@ -29,7 +30,9 @@ __all__ = [
     "NotABundle",
     "Parsed",
     "PipelineConfig",
+    "SeveralClusters",
     "UnsafeMember",
+    "check_path",
     "load_bundle",
     "parse_bundle",
 ]

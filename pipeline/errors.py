@@ -37,6 +37,10 @@ class LimitExceeded(BundleError):
         self.member = member
 
 
+class SeveralClusters(BundleError):
+    """The upload holds the bundles of more than one vSAN cluster (by the perf dump's cluster UUIDs)."""
+
+
 class NoPerfData(BundleError):
     """The upload holds no vSAN performance service data at all."""
 

@@ -7,12 +7,13 @@ yielded; links, devices and the like are skipped and listed in `ReadReport.skipp
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import stat
 import tarfile
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -26,6 +27,7 @@ from pipeline.errors import (
 )
 from pipeline.member import Member, ReadReport, safe_name
 from pipeline.streams import (
+    CHUNK,
     STREAM_ERRORS,
     Budget,
     Chain,
@@ -33,10 +35,9 @@ from pipeline.streams import (
     compression_of,
     decompressor,
     looks_like_tar,
-    read_all,
     read_head,
 )
-from pipeline.ziputil import ConsumedFile, zip_entry_count
+from pipeline.ziputil import ConsumedFile, SliceFile, check_zip, zip_entry_count
 
 HEAD_BYTES: Final = 64 * 1024
 Source = str | os.PathLike[str] | bytes | BinaryIO
@@ -57,7 +58,10 @@ class _Reader:
         self.report = report
 
     # --------------------------------------------------------------- one member, maybe nested
-    def member(self, path: str, raw: io.RawIOBase, depth: int) -> Iterator[Member]:
+    def member(
+        self, path: str, raw: io.RawIOBase, depth: int, view: Callable[[], BinaryIO] | None = None
+    ) -> Iterator[Member]:
+        """`view`: the member's bytes in place, seekable (a stored entry of an outer zip)."""
         head = read_head(raw, HEAD_BYTES)
         comp = compression_of(head)
         if comp is not None and depth < self.cfg.max_depth:
@@ -75,14 +79,28 @@ class _Reader:
                 yield Member(path, counted, ihead, decompressed=True)
             return
         if depth < self.cfg.max_depth and head.startswith(b"PK\x03\x04"):
-            data = read_all(io.BufferedReader(Chain(head, raw)))
-            yield from self._nested(path, lambda: self.zip(io.BytesIO(data), path, _parent(path), depth + 1))
+            src = view() if view is not None else self._hold_zip(path, head, raw)
+            yield from self._nested(path, lambda: self.zip(src, path, _parent(path), depth + 1))
             return
         if depth < self.cfg.max_depth and looks_like_tar(head[:512]):
             yield from self._nested(path, lambda: self.tar(Chain(head, raw), _parent(path), depth + 1))
             return
         self.report.members += 1
         yield Member(path, raw, head)
+
+    def _hold_zip(self, path: str, head: bytes, raw: io.RawIOBase) -> BinaryIO:
+        """A zip met inside a stream has its directory at the end: held in memory, within a budget."""
+        limit = self.cfg.max_nested_zip_bytes
+        buf = io.BytesIO()
+        chunk = head
+        while chunk:
+            if buf.tell() + len(chunk) > limit:
+                detail = f"a nested zip of more than {limit} bytes that cannot be read in place"
+                raise LimitExceeded("max_nested_zip_bytes", path, detail)
+            buf.write(chunk)
+            chunk = raw.read(CHUNK) or b""
+        buf.seek(0)
+        return buf
 
     def _nested(self, path: str, make: object) -> Iterator[Member]:
         """A damaged nested archive is one malformed file: warn and go on with the rest."""
@@ -162,6 +180,9 @@ class _Reader:
         try:
             zf = zipfile.ZipFile(f)
             infos = zf.infolist()
+            data_at = check_zip(f, zf, where)
+        except BundleError:
+            raise
         except STREAM_ERRORS as e:
             raise CorruptArchive(where, f"not a readable zip ({type(e).__name__}: {e})") from None
         with zf:
@@ -183,8 +204,11 @@ class _Reader:
                     self.report.warnings.append(f"{path}: unreadable zip member ({e})")
                     continue
                 raw = CountingReader(fobj.read, self.budget, path, total=True, member_limit=True, member_level=True)
+                view = None
+                if zi.compress_type == zipfile.ZIP_STORED:
+                    view = functools.partial(SliceFile, f, data_at[zi.header_offset], zi.file_size)
                 try:
-                    yield from self.member(path, raw, depth)
+                    yield from self.member(path, raw, depth, view)  # type: ignore[arg-type]
                 except CorruptMember as e:
                     self.report.warnings.append(str(e))
 

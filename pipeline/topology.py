@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from pipeline.errors import LimitExceeded
 from pipeline.parse.bundle import HostFolder, ParsedBundle
 from pipeline.parse.esxcli import NicRow, StorageDevice
 from pipeline.parse.esxtop import EsxtopCapture
@@ -99,6 +100,14 @@ def build_topology(pb: ParsedBundle) -> Topology:
     # final order: by kind, then id
     topo.components = dict(sorted(topo.components.items(), key=lambda kv: (KIND_ORDER.index(kv[1].kind), kv[0])))
     return topo
+
+
+def check_components(topo: Topology, limit: int, where: str) -> None:
+    """Tensors are (components x channels x T) per kind: a bundle naming more components of a kind
+    than `limit` (max_components) is refused before any is allocated."""
+    for kind, n in Counter(c.kind for c in topo.components.values()).items():
+        if n > limit:
+            raise LimitExceeded("max_components", where, f"{n} {kind} components, more than {limit}")
 
 
 def _nics(topo: Topology, pb: ParsedBundle) -> None:

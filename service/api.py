@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, File, HTTPException, Query, Request, Response, Security, UploadFile, status
 from fastapi.responses import JSONResponse
@@ -19,6 +19,7 @@ from service.intake import UnreadableBundle, accept_upload
 from service.metrics import CONTENT_TYPE
 from service.schemas import (
     API_PREFIX,
+    MAX_INT,
     Accepted,
     DiagnosisList,
     DiagnosisResource,
@@ -28,6 +29,9 @@ from service.schemas import (
     status_url,
 )
 from service.serving import ModelUnavailable
+
+if TYPE_CHECKING:
+    from service.app import Queue
 from vsandx.faults import FAULT_IDS
 from vsandx.settings import ServiceSettings
 
@@ -122,7 +126,7 @@ def list_diagnoses(
     status_: Annotated[str | None, Query(alias="status", pattern="^(queued|running|done|failed)$")] = None,
     sha256: Annotated[str | None, Query(pattern="^[0-9a-f]{64}$")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
 ) -> DiagnosisList:
     """Newest first, filtered by fault found, status or bundle."""
     if fault is not None and fault not in FAULT_IDS:
@@ -184,9 +188,16 @@ def ready(request: Request, db: Db) -> Any:
     except Exception as e:  # any driver error means not ready
         database = f"error: {e}"
     model = request.app.state.holder.current_model_info()
-    body = Readiness(
-        ready=database == "ok" and model["ready"], database=database, queue=request.app.state.queue.ping(), model=model
+    queue: Queue = request.app.state.queue
+    reasons = ([] if database == "ok" else [f"database: {database}"]) + (
+        [] if model["ready"] else [f"no model to serve: {model['error'] or 'not loaded yet'}"]
     )
+    if (why := queue.unready()) is not None:
+        reasons.append(f"queue: {why}")
+    body = Readiness(
+        ready=not reasons, reason="; ".join(reasons) or None, database=database,
+        queue=queue.ping(), model=model,
+    )  # fmt: skip
     return JSONResponse(body.model_dump(mode="json"), status_code=200 if body.ready else 503)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import logging
 import threading
 import time
@@ -17,20 +16,24 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fastapi import FastAPI
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api import api, ops
+from service.csrf import OriginCheck
 from service.db import Database, get_database
 from service.feedback_routes import router as feedback_api
 from service.housekeeping import housekeeping
 from service.jobs import EmbeddedQueue
 from service.ledgers import SqlDeliveryLedger
+from service.limits import BodyLimit, BodyLimits
 from service.metrics import Metrics, MetricsMiddleware
+from service.schemas import API_PREFIX
 from service.serving import ModelHolder
 from service.tables import Base, WebhookDelivery
+from service.watchdog import allow_exit
 from service.webhook_routes import WebhookContext
 from service.webhook_routes import router as webhook_api
 from service.webhook_work import Integrations
+from service.webhooks import WEBHOOK_MAX_BODY
 from vsandx.settings import ServiceSettings, get_service_settings
 
 log = logging.getLogger(__name__)
@@ -46,6 +49,7 @@ class Queue(Protocol):
     def submit_webhook(self, job: Mapping[str, Any]) -> str: ...
     def wait(self, job_id: str, timeout: float) -> str: ...
     def ping(self) -> str: ...
+    def unready(self) -> str | None: ...
 
 
 def make_queue(database: Database, settings: ServiceSettings, holder: ModelHolder,
@@ -55,63 +59,6 @@ def make_queue(database: Database, settings: ServiceSettings, holder: ModelHolde
 
         return CeleryQueue(database, settings)  # the Celery workers read the tracker settings themselves
     return EmbeddedQueue(database, settings, holder, integrations)
-
-
-class UploadLimit:
-    """413 for a request body over the limit: at once from Content-Length (nothing read), else as soon
-    as the streamed body passes it (chunked uploads)."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
-            await self.app(scope, receive, send)
-            return
-        length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.max_bytes:
-            await self._reject(send)
-            return
-        seen, over, started = 0, False, False
-
-        async def receive_() -> Message:
-            nonlocal seen, over
-            message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    over = True
-                    raise _TooLarge
-            return message
-
-        async def send_(message: Message) -> None:
-            nonlocal started
-            if over:  # whatever the app answered to the truncated body, the answer is 413
-                if message["type"] == "http.response.start" and not started:
-                    started = True
-                    await self._reject(send)
-                return
-            await send(message)
-
-        try:
-            await self.app(scope, receive_, send_)
-        except _TooLarge:
-            if not started:
-                await self._reject(send)
-
-    async def _reject(self, send: Send) -> None:
-        body = json.dumps({"detail": f"upload larger than the limit of {self.max_bytes} bytes"}).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"connection", b"close"),
-        ]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def _maintain(app: FastAPI, stop: threading.Event) -> None:
@@ -135,6 +82,7 @@ def _maintain(app: FastAPI, stop: threading.Event) -> None:
 def create_app(settings: ServiceSettings | None = None, integrations: Integrations | None = None) -> FastAPI:
     """`integrations`: the bug trackers and SMTP (default: from VSANDX_* variables)."""
     s = settings or get_service_settings()
+    allow_exit(False)  # a diagnosis over its limits in an API worker thread fails; it cannot end the API
     database = get_database(s)
     holder = ModelHolder(s)
     integrations = integrations or Integrations.from_env()
@@ -173,9 +121,21 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
     app.include_router(webhook_api)
     app.include_router(ops)
     _include_ui(app)
-    app.add_middleware(UploadLimit, max_bytes=s.max_upload_bytes)
+    app.add_middleware(BodyLimit, limits=body_limits(s))
+    app.add_middleware(OriginCheck, public_url=integrations.notify.public_url, exempt=(f"{API_PREFIX}/webhooks/",))
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     return app
+
+
+def body_limits(s: ServiceSettings) -> BodyLimits:
+    """Uploads stream to disk (VSANDX_MAX_UPLOAD_BYTES); the trackers' webhooks are bounded by what they
+    send (service.webhooks.WEBHOOK_MAX_BODY); the UI's feedback form carries one field per component
+    (VSANDX_MAX_FORM_BYTES); everything else is a small JSON body (VSANDX_MAX_JSON_BYTES)."""
+    return BodyLimits(
+        default=s.max_json_bytes,
+        exact={("POST", f"{API_PREFIX}/diagnoses"): s.max_upload_bytes},
+        prefixes={f"{API_PREFIX}/webhooks/": WEBHOOK_MAX_BODY, "/diagnoses/": s.max_form_bytes},
+    )
 
 
 def _include_ui(app: FastAPI) -> None:

@@ -242,9 +242,11 @@ class BugzillaClient:
         return data
 
     def comment(self, bug_id: int, text: str) -> int:
-        """Post a comment; returns its id."""
+        """Post a comment as plain text (`is_markdown` off: Bugzilla 5.2 and BMO render Markdown only when
+        asked, older versions ignore the field), so bundle names in it stay text; returns its id."""
         what = f"Bugzilla POST comment on bug {bug_id}"
-        data = self._json(request(self.http, "POST", f"/bug/{bug_id}/comment", what, json={"comment": text}), what)
+        body = {"comment": text, "is_markdown": False}
+        data = self._json(request(self.http, "POST", f"/bug/{bug_id}/comment", what, json=body), what)
         try:
             return int(data["id"])
         except (KeyError, TypeError, ValueError) as e:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import threading
 import time
 from collections.abc import Sequence
 from html import escape
@@ -216,19 +217,41 @@ def chart_svgs(chart: Chart, uid: str) -> list[str]:
     return [panel_svg(chart, p, f"{uid}-{k}") for k, p in enumerate(chart.panels)]
 
 
+def _plain(text: str, limit: int = 60) -> str:
+    """A bundle's name as a PNG label: one line, cut to `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def chart_png(chart: Chart, dpi: int = 100) -> bytes:
-    """The same chart as one PNG (panels two by two), for reports sent by email."""
+    """The same chart as one PNG (panels two by two), for reports sent by email and the UI's download.
+
+    Names from the bundle are data, never markup: every text is drawn with mathtext parsing and TeX off,
+    whatever matplotlibrc says (a device named `$a^{$` would otherwise be parsed as math, and fail the
+    whole chart). Drawn with matplotlib's object API on its own Agg canvas: no pyplot state."""
     import matplotlib
 
-    matplotlib.use("Agg")
+    # rcParams are global: the lock keeps two threads' charts (and their restore) from interleaving
+    with _PNG_LOCK, matplotlib.rc_context({"text.usetex": False, "text.parse_math": False}):
+        return _png(chart, dpi)
+
+
+_PNG_LOCK = threading.Lock()
+
+
+def _png(chart: Chart, dpi: int) -> bytes:
     from datetime import UTC, datetime
 
     import matplotlib.dates as mdates
-    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
+    plain = {"parse_math": False, "usetex": False}  # and so for every text made here, tick labels included
     cols = 2 if len(chart.panels) > 1 else 1
     rows = -(-len(chart.panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.6 * cols, 2.9 * rows), squeeze=False)
+    fig = Figure(figsize=(5.6 * cols, 2.9 * rows))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False)
     n = len(chart.panels[0].subject) if chart.panels else 0
     ts = [datetime.fromtimestamp(chart.time_of(i), UTC) for i in range(n)]
     nan = float("nan")
@@ -236,28 +259,29 @@ def chart_png(chart: Chart, dpi: int = 100) -> bytes:
         if len(p.peers) > MAX_PEER_LINES:
             plo, pmed, phi = _peer_stats(p.peers)
             ax.fill_between(ts, [nan if v is None else v for v in plo], [nan if v is None else v for v in phi],
-                            color=BAND, label=f"{p.peer_label} (range)")  # fmt: skip
+                            color=BAND, label=_plain(f"{p.peer_label} (range)"))  # fmt: skip
             ax.plot(ts, [nan if v is None else v for v in pmed], color=PEER, ls="--", lw=1, label="peer median")
         else:
             for k, row in enumerate(p.peers):
                 ax.plot(ts, [nan if v is None else v for v in row], color=PEER, lw=0.8, alpha=0.7,
-                        label=p.peer_label if k == 0 else None)  # fmt: skip
-        ax.plot(ts, [nan if v is None else v for v in p.subject], color=SUBJECT, lw=1.8, label=p.subject_label)
+                        label=_plain(p.peer_label) if k == 0 else None)  # fmt: skip
+        ax.plot(ts, [nan if v is None else v for v in p.subject], color=SUBJECT, lw=1.8, label=_plain(p.subject_label))
         if p.ref is not None:
-            ax.axhline(p.ref, color=REF, ls=":", lw=1.5, label=p.ref_label)
+            ax.axhline(p.ref, color=REF, ls=":", lw=1.5, label=_plain(p.ref_label))
         if chart.onset is not None:
             ax.axvline(ts[chart.onset.step], color=ONSET, ls="--", lw=1.5, label="onset")
-        ax.set_title(p.title, fontsize=10, loc="left")
-        ax.set_ylabel(p.unit, fontsize=9)
+        ax.set_title(_plain(p.title), fontsize=10, loc="left", **plain)
+        ax.set_ylabel(_plain(p.unit, 30), fontsize=9, **plain)
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=UTC))
         ax.tick_params(labelsize=8)
-        ax.legend(fontsize=7, loc="upper left", frameon=False)
+        for text in ax.legend(fontsize=7, loc="upper left", frameon=False).get_texts():
+            text.set_parse_math(False)
+            text.set_usetex(False)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(chart.panels) :]:
         ax.set_visible(False)
-    fig.suptitle(f"{chart.title} (time in UTC)", fontsize=11)
+    fig.suptitle(_plain(f"{chart.title} (time in UTC)", 120), fontsize=11, **plain)
     fig.tight_layout()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi)
-    plt.close(fig)
     return buf.getvalue()

@@ -1,7 +1,8 @@
 """The metrics behind each finding: the faulty component against its peers over time, onset marked.
 
 Pure functions from a parsed bundle (`BundleTensors`) and a diagnosis document (interface.md) to
-`Chart`s; `service.chart_render` draws them as inline SVG (the web UI) or PNG (emailed reports).
+`Chart`s; `service.chart_render` draws them as inline SVG (the web UI) or PNG (emailed reports), when
+the diagnosis is made (`service.chart_store`).
 
 Which channels: `SPECS` follows the signature column of faults.md — for each fault, the counters an
 engineer would open first, on the faulty component and, where the signature lives there, on related
@@ -18,15 +19,11 @@ first panel with data.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 
-from pipeline.api import load_bundle
 from pipeline.channels import KIND_CHANNEL_DEFS, KIND_CHANNELS
 from pipeline.tensors import BundleTensors, KindTensors
 from service.findings import decoded
@@ -243,22 +240,3 @@ def charts_for(bt: BundleTensors, diagnosis: dict[str, Any]) -> list[Chart]:
         if ch is not None:
             out.append(ch)
     return out
-
-
-_CACHE: OrderedDict[str, BundleTensors] = OrderedDict()
-_LOCK = threading.Lock()
-CACHE_SIZE: Final = 8
-
-
-def cached_bundle(sha256: str, path: Path) -> BundleTensors:
-    """The parsed bundle of a stored upload; a detail page re-reads it on every refresh."""
-    with _LOCK:
-        if sha256 in _CACHE:
-            _CACHE.move_to_end(sha256)
-            return _CACHE[sha256]
-    bt = load_bundle(path)
-    with _LOCK:
-        _CACHE[sha256] = bt
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    return bt

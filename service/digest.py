@@ -22,6 +22,15 @@ def clean(text: object) -> str:
     return _CONTROL.sub(" ", str(text))
 
 
+def code_block(text: str) -> str:
+    """Text shown verbatim where Markdown is rendered (GitHub comments): a fenced block whose fence is
+    longer than any run of backticks inside, so nothing in it — links, images, @mentions, #references,
+    HTML — is rendered or can close the block."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}text\n{text.rstrip()}\n{fence}\n"
+
+
 def fault_title(fault: str) -> str:
     return FAULTS[fault].title if fault in FAULTS else fault
 

@@ -39,7 +39,7 @@ class Doorbell:
         data = text.encode()[:512]
         for f in self.folder.glob(f"{role}-*.port"):
             _, pid, port = f.stem.rsplit("-", 2)
-            if not _alive(int(pid)):
+            if not process_alive(int(pid)):
                 f.unlink(missing_ok=True)
                 continue
             with contextlib.suppress(OSError):
@@ -47,7 +47,7 @@ class Doorbell:
 
     def count(self, role: str) -> int:
         """Live processes of `role` on this machine."""
-        return sum(_alive(int(f.stem.rsplit("-", 2)[1])) for f in self.folder.glob(f"{role}-*.port"))
+        return sum(process_alive(int(f.stem.rsplit("-", 2)[1])) for f in self.folder.glob(f"{role}-*.port"))
 
     def listen(self, on_message: Callable[[str], None]) -> None:
         """Call `on_message(text)` for every datagram, from a daemon thread, until close()."""
@@ -77,11 +77,17 @@ class Doorbell:
         self._out.close()
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """A process of this machine that runs: not gone, and not a zombie (exited, not yet reaped by its
+    parent: `kill(pid, 0)` still succeeds on one, which kept a dead worker's job waiting for its lease)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # /proc/<pid>/stat: "pid (comm) S ..."; comm may hold spaces and parentheses
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return True  # no procfs (not Linux): kill(pid, 0) is all we know
+    return state not in ("Z", "X")

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request, Response, status
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
 
 from service import feedback, retraining
 from service.api import ERRORS, Db, Settings, require_api_key
 from service.schemas import (
     API_PREFIX,
+    MAX_INT,
     ErrorOut,
     FeedbackIn,
     FeedbackList,
@@ -84,14 +85,14 @@ def request_retrain(
 
 @router.get("/model/retrains", response_model=RetrainList, tags=["model"])
 def list_retrains(
-    db: Db, limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0)] = 0
+    db: Db, limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0
 ) -> RetrainList:
     """Retrains and their promotion decisions, newest first."""
     return retraining.list_retrains(db, limit, offset)
 
 
 @router.get("/model/retrains/{retrain_id}", response_model=RetrainOut, tags=["model"], responses=NOT_FOUND)
-def get_retrain(retrain_id: int, db: Db) -> RetrainOut:
+def get_retrain(retrain_id: Annotated[int, Path(ge=1, le=MAX_INT)], db: Db) -> RetrainOut:
     """One retrain: its status and, once done, the decision with both models' metrics."""
     got = retraining.get_retrain(db, retrain_id)
     if got is None:

@@ -68,11 +68,15 @@ class IssueEvent:
     user: str
     time: datetime  # the issue's updated_at
     url: str
+    body_sha256: str = ""  # of the raw, signed payload
 
     @property
     def delivery(self) -> Delivery:
-        # GitHub keeps X-GitHub-Delivery on a redelivery, so it is the replay key itself.
-        return Delivery("github", f"github:{self.delivery_id}"[:80], f"github:{self.repo}#{self.number}", self.time)
+        # GitHub keeps X-GitHub-Delivery on a redelivery, so it is a replay key. It is not signed, though:
+        # the same signed body sent again under a new id is a replay too, so the body's digest is another.
+        also = (f"github-body:{self.body_sha256}",) if self.body_sha256 else ()
+        return Delivery("github", f"github:{self.delivery_id}"[:80], f"github:{self.repo}#{self.number}", self.time,
+                        also)  # fmt: skip
 
 
 def parse_event(body: bytes, headers: Mapping[str, str]) -> IssueEvent | None:
@@ -91,6 +95,7 @@ def parse_event(body: bytes, headers: Mapping[str, str]) -> IssueEvent | None:
             str(issue.get("body") or ""), tuple(str(x["name"]) for x in issue.get("labels") or []),
             str(label["name"]) if isinstance(label, Mapping) else None, str((issue.get("user") or {}).get("login", "")),
             parse_time(issue.get("updated_at") or issue.get("created_at")), str(issue.get("html_url") or ""),
+            hashlib.sha256(body).hexdigest(),
         )  # fmt: skip
     except (ValueError, KeyError, TypeError) as e:
         raise BadPayload(f"not a GitHub issues payload: {type(e).__name__}: {e}") from e

@@ -20,17 +20,19 @@ import socket
 import threading
 import time
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from pipeline.errors import BundleError
-from service import store
+from service import chart_store, store
 from service.db import Database
-from service.doorbell import Doorbell
+from service.doorbell import Doorbell, process_alive
 from service.serving import ModelHolder, ModelUnavailable
 from service.tables import Job
+from service.watchdog import process_watchdog
 from vsandx.settings import ServiceSettings
 
 if TYPE_CHECKING:
@@ -53,13 +55,7 @@ def owner_is_dead(owner: str) -> bool:
     pid = rest.partition(":")[0]
     if host != socket.gethostname() or not pid.isdigit() or int(pid) == os.getpid():
         return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+    return not process_alive(int(pid))
 
 
 def recover_orphans(db: Session) -> list[str]:
@@ -90,15 +86,18 @@ def execute(db: Session, settings: ServiceSettings, holder: ModelHolder, job: Jo
         path = store.bundle_path(settings, sha)
         if path is None:
             return _fail(db, job_id, attempt, f"{filename}: the uploaded bytes are no longer stored (retention)")
-        try:
-            doc = predictor.diagnose(path, name=filename)
-        except BundleError as e:
-            return _fail(db, job_id, attempt, f"{filename}: {e.reason}")
-        except MemoryError:
-            return _fail(db, job_id, attempt, f"{filename}: out of memory while reading the bundle")
-        except Exception as e:  # the model failed on this bundle (SchemaMismatch, a bug): fail it, go on
-            log.exception("diagnosis of %s failed", filename)
-            return _fail(db, job_id, attempt, f"{filename}: diagnosis failed: {type(e).__name__}: {e}")
+        with _watched(settings, db, job_id, attempt, filename):
+            try:
+                doc, parsed = predictor.diagnose_parsed(path, name=filename)
+            except BundleError as e:
+                return _fail(db, job_id, attempt, f"{filename}: {e.reason}")
+            except MemoryError:
+                return _fail(db, job_id, attempt, f"{filename}: out of memory while reading the bundle")
+            except Exception as e:  # the model failed on this bundle (SchemaMismatch, a bug): fail it, go on
+                log.exception("diagnosis of %s failed", filename)
+                return _fail(db, job_id, attempt, f"{filename}: diagnosis failed: {type(e).__name__}: {e}")
+            chart_store.draw(settings, doc, parsed)  # before the diagnosis shows: from this parse, not another
+            del parsed
         found = store.record_diagnosis(db, sha, doc)
     if store.complete_job(db, job_id, attempt, found.id):
         return "done"
@@ -108,6 +107,20 @@ def execute(db: Session, settings: ServiceSettings, holder: ModelHolder, job: Jo
 
 def _fail(db: Session, job_id: str, attempt: int, reason: str) -> str:
     return "failed" if store.fail_job(db, job_id, attempt, reason) else "lost"
+
+
+def _watched(
+    settings: ServiceSettings, db: Session, job_id: str, attempt: int, filename: str
+) -> AbstractContextManager[None]:
+    """The diagnosis under the process watchdog: past its memory or time limit the job fails with the
+    reason (recorded from the watchdog's thread, on a session of its own) and is not retried."""
+
+    def breach(why: str) -> None:
+        with Session(db.get_bind()) as own:
+            store.fail_job(own, job_id, attempt, f"{filename}: {why}")
+
+    dog = process_watchdog(settings.job_memory_limit_mb << 20, settings.task_time_limit_s)
+    return dog.guard(f"job {job_id} ({filename})", breach)
 
 
 class Notifier:
@@ -217,7 +230,9 @@ def work_loop(
             if doorbell:
                 doorbell.ring("api", job_id)
             backoff = settings.poll_s
-        except (Transient, ModelUnavailable, OperationalError) as e:
+        except ModelUnavailable:  # the holder backs off (to 30 s) and logs each change of state once
+            stop.wait(max(holder.retry_in(), settings.poll_s))
+        except (Transient, OperationalError) as e:
             backoff = min(max(backoff * 2, 0.1), 5.0)
             log.warning("embedded worker: %s; retrying in %.1f s", e, backoff)
             stop.wait(backoff)
@@ -299,3 +314,9 @@ class EmbeddedQueue:
         alive = sum(t.is_alive() for t in self._threads)
         procs = self.doorbell.count("worker") if self.doorbell else 0
         return f"embedded, {alive} worker thread(s) in this process and {procs} worker process(es) on this machine"
+
+    def unready(self) -> str | None:
+        """Why nothing would run an accepted job (None when a worker thread or process lives)."""
+        if any(t.is_alive() for t in self._threads) or (self.doorbell and self.doorbell.count("worker")):
+            return None
+        return "no live worker thread or process on this machine (start `vsandx worker`)"

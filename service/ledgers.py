@@ -46,11 +46,14 @@ class SqlDeliveryLedger:
         return _utc(got)
 
     def claim(self, delivery: Delivery) -> bool:
-        row = {"key": delivery.key, "source": delivery.source, "subject": delivery.subject,
-               "event_time": delivery.time, "received_at": datetime.now(UTC)}  # fmt: skip
+        """Every key of the delivery in one transaction: all recorded, or none."""
+        now = datetime.now(UTC)
+        rows = [{"key": key, "source": delivery.source, "subject": delivery.subject, "event_time": delivery.time,
+                 "received_at": now} for key in delivery.keys]  # fmt: skip
         with self.sessions() as db:
             try:
-                db.execute(insert(self.t).values(**row))
+                for row in rows:
+                    db.execute(insert(self.t).values(**row))
                 db.commit()
             except IntegrityError:
                 db.rollback()

@@ -18,6 +18,11 @@ from service.db import Database
 from service.serving import ModelHolder
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Label values come from these alone, never from the request: an attacker sending random methods or
+# paths must not grow the registry (each new label set is a time series kept forever).
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER_METHOD = "other"
+UNMATCHED = "unmatched"
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0, 30.0)
 
 
@@ -74,6 +79,15 @@ class Metrics:
         return generate_latest(self.registry)
 
 
+def labels_of(scope: Scope) -> tuple[str, str]:
+    """(method, route) labels: a known method or "other"; the matched route's template (the app's own,
+    a bounded set) or "unmatched" — never the raw path or method the client sent."""
+    method = str(scope.get("method", ""))
+    route: Any = scope.get("route")
+    path = getattr(route, "path", None)
+    return (method if method in METHODS else OTHER_METHOD), (path if isinstance(path, str) and path else UNMATCHED)
+
+
 class MetricsMiddleware:
     """Pure ASGI: counts every HTTP request by route template (not raw path: ids stay out of labels)."""
 
@@ -96,8 +110,6 @@ class MetricsMiddleware:
         try:
             await self.app(scope, receive, send_)
         finally:
-            route: Any = scope.get("route")
-            path = getattr(route, "path", None) or "unmatched"
-            method = scope.get("method", "")
+            method, path = labels_of(scope)
             self.metrics.requests.labels(method, path, str(status)).inc()
             self.metrics.latency.labels(method, path).observe(time.perf_counter() - t0)

@@ -290,8 +290,8 @@ def send_report(
 
 
 def key_chart_png(bundle: Any, doc: Mapping[str, Any]) -> tuple[bytes, str] | None:
-    """(PNG, title) of the first finding's chart, drawn from the parsed bundle (pipeline BundleTensors,
-    e.g. service.charts.cached_bundle(sha256, path)); None when there is no finding or no data."""
+    """(PNG, title) of the first finding's chart, drawn from the parsed bundle (pipeline BundleTensors);
+    None when there is no finding or no data."""
     from service.chart_render import chart_png
     from service.charts import charts_for
 

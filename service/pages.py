@@ -1,14 +1,12 @@
 """What each web page shows, as plain dictionaries: service.ui's routes hand them to the templates.
 
-Nothing here knows about HTTP. Charts are rebuilt from the stored upload (parsed once per sha256,
-service.charts.cached_bundle); a purged or unreadable upload still shows its diagnosis, without charts.
+Nothing here knows about HTTP, and nothing here reads a bundle: a diagnosis's charts were drawn when it
+was made and are read from service.chart_store.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,18 +17,16 @@ from markupsafe import Markup
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
-from pipeline.errors import BundleError
-from service import feedback, store
-from service.chart_render import chart_svgs
-from service.charts import Chart, cached_bundle, charts_for
+from service import chart_store, feedback, store
+from service.chart_store import StoredChart
 from service.feedback import InvalidFeedback, allowed_labels
 from service.markdown_lite import render
-from service.schemas import DiagnosisResource, FeedbackIn, RetrainOut
+from service.schemas import MAX_INT, DiagnosisResource, FeedbackIn, RetrainOut
 from vsandx.faults import COMPONENT_KINDS, FAULT_IDS, FAULTS
 from vsandx.settings import ServiceSettings
 
-log = logging.getLogger(__name__)
 PER_PAGE = 25
+MAX_PAGE = MAX_INT // PER_PAGE  # the list's ?page= bound: its offset stays a 32-bit integer
 FOLD_ROWS = 20  # a kind with more components shows its faulty and least certain ones, the rest folded
 KIND_NAMES = {"cluster": "Cluster", "host": "Hosts", "nic": "NICs", "diskgroup": "Disk groups", "disk": "Disks"}
 
@@ -54,28 +50,16 @@ def fault_title(fault: str) -> str:
     return FAULTS[fault].title if fault in FAULTS else ("healthy" if fault == "none" else fault)
 
 
-def charts_of(settings: ServiceSettings, res: DiagnosisResource) -> tuple[list[Chart], str | None]:
-    """The charts of a finished diagnosis, or why there are none."""
+def charts_of(res: DiagnosisResource, settings: ServiceSettings) -> tuple[list[StoredChart], str | None]:
+    """The charts stored with a finished diagnosis (service.chart_store), or why there are none."""
     doc = res.diagnosis or {}
     if not doc.get("findings"):
         return [], None
-    path = store.bundle_path(settings, res.sha256)
-    if path is None:
-        return [], "The uploaded bundle is no longer kept (retention), so its charts cannot be drawn."
-    try:
-        return charts_for(cached_bundle(res.sha256, path), doc), None
-    except BundleError as e:
-        log.warning("charts for %s: %s", res.id, e)
-        return [], f"The charts could not be drawn: {e}"
-
-
-def _onset_text(chart: Chart) -> str:
-    if chart.onset is None:
-        return "No onset found in the window: the departure is gradual or present throughout."
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(chart.time_of(chart.onset.step)))
-    if chart.onset.at_start:
-        return f"Already present when the window begins ({when}); the onset is earlier."
-    return f"Onset estimated at {when}."
+    key = chart_store.key_of(doc)
+    stored = chart_store.load(settings, key) if key else None
+    if stored is None:
+        return [], "No charts were stored with this diagnosis (charts are drawn when a diagnosis is made)."
+    return stored, None
 
 
 def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any] | None:
@@ -83,7 +67,7 @@ def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any
     if res is None:
         return None
     doc = res.diagnosis or {}
-    charts, charts_note = charts_of(settings, res) if res.status == "done" else ([], None)
+    charts, charts_note = charts_of(res, settings) if res.status == "done" else ([], None)
     by_key = {(c.component, c.fault): (k, c) for k, c in enumerate(charts)}
     findings = []
     for f in doc.get("findings", []):
@@ -93,9 +77,9 @@ def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any
                 **f,
                 "title": fault_title(str(f.get("fault"))),
                 "kind": str(f.get("component", "")).split(":", 1)[0],
-                "svgs": [Markup(s) for s in chart_svgs(chart, f"c{k}")] if chart else [],
+                "svgs": [Markup(s) for s in chart.svgs] if chart else [],  # drawn by chart_render: escaped
                 "png": f"/diagnoses/{res.id}/charts/{k}.png" if chart else None,
-                "onset": _onset_text(chart) if chart else None,
+                "onset": chart.onset if chart else None,
             }
         )
     groups = []
@@ -148,13 +132,9 @@ def form_error(e: Exception) -> str:
 
 
 def chart_png(db: Session, settings: ServiceSettings, job_id: str, k: int) -> bytes | None:
-    from service.chart_render import chart_png as png
-
     res = store.get_diagnosis(db, job_id)
-    if res is None or res.status != "done":
-        return None
-    charts, _ = charts_of(settings, res)
-    return png(charts[k]) if 0 <= k < len(charts) else None
+    key = chart_store.key_of(res.diagnosis or {}) if res is not None and res.status == "done" else None
+    return chart_store.png(settings, key, k) if key else None
 
 
 def listing(db: Session, fault: str | None, status: str | None, page: int) -> dict[str, Any]:

@@ -22,10 +22,12 @@ from pipeline.api import load_bundle
 from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
 from service.findings import findings
+from training.tracking import NoModel, fetch_model
 from vsandx.faults import LABELS
 from vsandx.settings import Settings, get_settings
 
 SCHEMA = "vsandx.diagnosis/1"
+__all__ = ["SCHEMA", "NoModel", "Predictor", "limit_threads"]
 
 
 def _tree_sha256(folder: Path) -> str:
@@ -36,12 +38,19 @@ def _tree_sha256(folder: Path) -> str:
     return h.hexdigest()
 
 
-class NoModel(LookupError):
-    """No model at that URI, or no champion registered yet."""
-
-
 def _iso(t: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def limit_threads(n: int) -> None:
+    """n intra-op threads for the model (torch). One bundle's forward pass takes milliseconds; more
+    threads only spin against the workers and whatever else shares the cores (a fresh `vsandx diagnose`
+    on a busy 2-core machine spent 10 s in torch's thread pool and 0.3 s with one thread)."""
+    import sys
+
+    torch = sys.modules.get("torch")  # loaded by the CNN models; the baselines never need it
+    if torch is not None and n > 0 and torch.get_num_threads() != n:
+        torch.set_num_threads(n)
 
 
 @dataclass
@@ -53,25 +62,12 @@ class Predictor:
 
     @classmethod
     def load(cls, uri: str | None = None, settings: Settings | None = None) -> Predictor:
+        """The model `uri` names (training.tracking.fetch_model), or the registry's champion."""
         s = settings or get_settings()
-        cfg = PipelineConfig.from_settings()
-        if uri and not uri.startswith("models:/"):
-            folder = Path(uri)
-            if not (folder / "config.json").exists():
-                raise NoModel(f"{uri}: not a saved vsandx model folder (no config.json)")
-            model = load_model(folder)
-            return cls(model, model.name, f"file:{folder.resolve()}", cfg)
-        from training.tracking import Tracker  # MLflow only when the registry is asked for
-
-        tracker = Tracker(s.data_dir, s.mlflow_tracking_uri, s.mlflow_experiment)
-        name, alias = s.registered_model, "champion"
-        if uri:
-            name, _, alias = uri.removeprefix("models:/").partition("@")
-        ref = tracker.champion(name, alias or "champion") if alias or not uri else None
-        if ref is None:
-            raise NoModel(f"no model registered as {name}@{alias or 'champion'}; run `vsandx train` first")
-        folder = tracker.download(ref, s.data_dir / "models" / name / ref.version)
-        return cls(load_model(folder), name, ref.version, cfg)
+        got = fetch_model(uri, s.data_dir, s.mlflow_tracking_uri, s.registered_model)
+        model = load_model(got.folder)
+        limit_threads(s.model_threads)
+        return cls(model, model.name if got.ref is None else got.name, got.version, PipelineConfig.from_settings())
 
     def diagnose(self, source: str | os.PathLike[str] | bytes | BinaryIO, name: str | None = None) -> dict[str, Any]:
         """Diagnose an upload (bytes, an open file, an archive path or a bundle directory); `name` is
@@ -133,3 +129,28 @@ class Predictor:
             "model": {"name": self.name, "version": self.version},
             "timing_ms": {},
         }
+
+    # --- charts: the diagnosis and its parse (service.jobs draws a diagnosis's charts from the same read)
+    def diagnose_parsed(
+        self, path: str | os.PathLike[str], name: str | None = None
+    ) -> tuple[dict[str, Any], BundleTensors]:
+        """`diagnose` of a stored upload (an archive path or a bundle directory), handing back the parsed
+        bundle as well, so that what is drawn from it needs no second read."""
+        t0 = time.perf_counter()
+        upload: Path | io.BytesIO
+        if Path(path).is_dir():
+            upload = Path(path)
+            sha = _tree_sha256(upload)
+        else:
+            data = Path(path).read_bytes()
+            sha = hashlib.sha256(data).hexdigest()
+            upload = io.BytesIO(data)
+            upload.name = name or str(path)  # errors quote it
+        t1 = time.perf_counter()
+        bt = load_bundle(upload, self.config)
+        t2 = time.perf_counter()
+        doc = self.document(bt, sha)
+        t3 = time.perf_counter()
+        doc["timing_ms"] = {"read": 1e3 * (t1 - t0), "parse": 1e3 * (t2 - t1), "predict": 1e3 * (t3 - t2),
+                            "total": 1e3 * (t3 - t0)}  # fmt: skip
+        return doc, bt

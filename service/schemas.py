@@ -8,6 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 API_PREFIX = "/api/v1"
+# The largest offset, page or row id a query parameter may carry: row ids are 32-bit INTEGER columns on
+# PostgreSQL and SQLite stops at 2**63 - 1, so anything larger must answer 422, never reach the driver.
+MAX_INT = 2**31 - 1
 Status = Literal["queued", "running", "done", "failed"]
 
 
@@ -59,6 +62,7 @@ class Health(BaseModel):
 
 class Readiness(BaseModel):
     ready: bool
+    reason: str | None = None  # why not ready, in words
     database: str
     queue: str
     model: dict[str, Any]

@@ -9,9 +9,6 @@ and reports why. `current_model_info()` is what the model page and /ready show.
 from __future__ import annotations
 
 import logging
-import os
-import shutil
-import tempfile
 import threading
 import time
 from datetime import UTC, datetime
@@ -20,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from models.base import SchemaMismatch, load_model
 from pipeline.config import PipelineConfig
-from service.predictor import NoModel, Predictor
+from service.predictor import Predictor, limit_threads
+from training.tracking import ModelRef, download_once, fetch_model
 from vsandx.settings import ServiceSettings
 
 if TYPE_CHECKING:
-    from training.tracking import ModelRef, Tracker
+    from training.tracking import Tracker
 
 log = logging.getLogger(__name__)
+MAX_RETRY_S = 30.0
 
 
 class ModelUnavailable(RuntimeError):
@@ -41,20 +40,29 @@ class ModelHolder:
         self._info: dict[str, Any] = {}
         self._error: str | None = None
         self._checked = 0.0
+        # Without a model, the registry is asked again after 1, 2, 4 ... MAX_RETRY_S seconds, and a
+        # change of state is logged once, not every attempt (workers poll every 20 ms).
+        self._retry_at = 0.0
+        self._delay = 0.0
         self._tracker: Tracker | None = None
 
     # ------------------------------------------------------------------------------ serving
     def get(self) -> Predictor:
-        """The current model; loads it on first use. Raises ModelUnavailable with the reason."""
+        """The current model; loads it on first use. Raises ModelUnavailable with the reason, without
+        asking the registry again until the back-off since the last failed attempt has passed."""
         p = self._predictor
         if p is not None:
             return p
         with self._lock:
-            if self._predictor is None:
+            if self._predictor is None and time.monotonic() >= self._retry_at:
                 self.refresh()
             if self._predictor is None:
                 raise ModelUnavailable(self._error or "no model loaded")
             return self._predictor
+
+    def retry_in(self) -> float:
+        """Seconds until a model-less holder asks the registry again (0 when it serves a model)."""
+        return 0.0 if self._predictor is not None else max(0.0, self._retry_at - time.monotonic())
 
     def maybe_refresh(self) -> bool:
         """refresh() at most once per model_poll_s; True when the served model changed."""
@@ -67,38 +75,37 @@ class ModelHolder:
         with self._lock:
             self._checked = time.monotonic()
             try:
-                return self._refresh()
+                changed = self._refresh()
             except Exception as e:  # the registry or the model folder failed: keep serving what we have
-                self._error = _refusal(e)
-                log.error("model not served: %s", self._error)
+                error = _refusal(e)
+                if error != self._error:
+                    log.error("model not served: %s", error)
+                self._error = error
+                if self._predictor is None:
+                    self._delay = min(max(2 * self._delay, 1.0), MAX_RETRY_S)
+                    self._retry_at = self._checked + self._delay
                 return False
+            self._delay, self._retry_at = 0.0, 0.0
+            return changed
 
     def _refresh(self) -> bool:
         s = self.settings
-        uri = s.model_uri
-        if uri and not uri.startswith("models:/"):
-            if self._predictor is not None:
-                return False
-            self._install(Predictor.load(uri, s), {"uri": uri, "folder": str(Path(uri).resolve())})
-            return True
-        name, _, alias = (uri or f"models:/{s.registered_model}@champion").removeprefix("models:/").partition("@")
-        if not alias:  # models:/name/version: fixed
-            if self._predictor is None:
-                self._install(Predictor.load(uri, s), {"uri": uri})
-                return True
+        got = fetch_model(s.model_uri, s.data_dir, s.mlflow_tracking_uri, s.registered_model)
+        if self._predictor is not None and (self._predictor.name, self._predictor.version) == (got.name, got.version):
+            self._error = None  # the alias points back at what we serve: nothing refused any more
             return False
-        ref = self._registry().champion(name, alias)
-        if ref is None:
-            raise NoModel(f"no model registered as {name}@{alias}; run `vsandx train` first")
-        if self._predictor is not None and self._predictor.version == ref.version:
-            return False
-        folder = self._fetch(ref, s.data_dir / "serving" / name / ref.version)
-        predictor = Predictor(load_model(folder), name, ref.version, PipelineConfig.from_settings())
-        self._install(predictor, self._ref_info(ref, alias, folder))
+        model = load_model(got.folder)
+        name = model.name if got.ref is None else got.name
+        predictor = Predictor(model, name, got.version, PipelineConfig.from_settings())
+        uri = s.model_uri or f"models:/{s.registered_model}@champion"
+        info: dict[str, Any] = {"uri": uri, "folder": str(got.folder)}
+        if got.ref is not None:
+            info |= self._ref_info(got.ref, got.folder) | ({"alias": uri.rpartition("@")[2]} if "@" in uri else {})
+        self._install(predictor, info)
         return True
 
     def _install(self, predictor: Predictor, info: dict[str, Any]) -> None:
-        _limit_threads(self.settings.model_threads)
+        limit_threads(self.settings.model_threads)
         old = self._predictor.version if self._predictor else None
         self._predictor, self._error = predictor, None
         self._info = {"name": predictor.name, "version": predictor.version, "family": predictor.model.name}
@@ -108,40 +115,14 @@ class ModelHolder:
     # ------------------------------------------------------------------------------ registry
     def _registry(self) -> Tracker:
         if self._tracker is None:
-            from training.tracking import Tracker  # MLflow only when the registry is asked for
+            from training.tracking import Tracker  # MLflow only when registry metadata is asked for
 
             s = self.settings
             self._tracker = Tracker(s.data_dir, s.mlflow_tracking_uri, s.mlflow_experiment)
         return self._tracker
 
-    def _fetch(self, ref: ModelRef, final: Path) -> Path:
-        """The model folder of `ref` under `final`, downloaded once: into a private folder, then renamed
-        into place, so processes starting together never read each other's half-written files."""
-        done = final / ".complete"
-        if not done.exists():
-            final.parent.mkdir(parents=True, exist_ok=True)
-            work = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}-"))
-            try:
-                got = self._registry().download(ref, work)
-            except BaseException:
-                shutil.rmtree(work, ignore_errors=True)
-                raise
-            (work / ".complete").write_text(str(got.relative_to(work)))
-            try:
-                os.rename(work, final)
-            except OSError:  # another process was first: its folder is complete (renames are atomic)
-                shutil.rmtree(work, ignore_errors=True)
-        return final / done.read_text()
-
-    def _ref_info(self, ref: ModelRef, alias: str, folder: Path) -> dict[str, Any]:
-        info: dict[str, Any] = {
-            "uri": f"models:/{ref.name}@{alias}",
-            "alias": alias,
-            "run_id": ref.run_id,
-            "source": ref.source,
-            "tags": dict(ref.tags),
-            "folder": str(folder),
-        }
+    def _ref_info(self, ref: ModelRef, folder: Path) -> dict[str, Any]:
+        info: dict[str, Any] = {"run_id": ref.run_id, "source": ref.source, "tags": dict(ref.tags)}
         try:
             mv = self._registry().client.get_model_version(ref.name, ref.version)
             info["registered_at"] = datetime.fromtimestamp(mv.creation_timestamp / 1000, UTC).isoformat()
@@ -157,11 +138,10 @@ class ModelHolder:
         """The training report's folder (Markdown and PNGs) logged with the run, fetched next to the model."""
         if not ref.run_id:
             return None
-        from training.tracking import ModelRef as Ref
-
-        dst = folder.parent / "report"
+        s = self.settings
+        dst = s.data_dir / "models" / ref.name / f"{ref.version}-report"
         try:
-            got = self._fetch(Ref(ref.name, ref.version, ref.run_id, f"runs:/{ref.run_id}/report", {}), dst)
+            got = download_once(f"runs:/{ref.run_id}/report", dst, s.data_dir, s.mlflow_tracking_uri)
         except Exception as e:  # a run without a report (tests, hand-registered models)
             log.info("no training report for %s version %s: %s", ref.name, ref.version, e)
             return None
@@ -173,16 +153,8 @@ class ModelHolder:
         """name, version, family, uri, folder, report (folder with the training report's .md and PNGs,
         or None), run_id, registered_at, trained_at, loaded_at, error (why a model is refused), ready."""
         with self._lock:
-            return {**self._info, "ready": self._predictor is not None, "error": self._error}
-
-
-def _limit_threads(n: int) -> None:
-    """One process, n model threads: on a small machine extra intra-op threads only fight the workers."""
-    import sys
-
-    torch = sys.modules.get("torch")  # loaded by the CNN models; the baselines never need it
-    if torch is not None and n > 0 and torch.get_num_threads() != n:
-        torch.set_num_threads(n)
+            retry = {"retry_in_s": round(self.retry_in(), 1)} if self._predictor is None else {}
+            return {**self._info, "ready": self._predictor is not None, "error": self._error, **retry}
 
 
 def _refusal(e: Exception) -> str:

@@ -316,6 +316,11 @@ class CeleryQueue:
             self._resent[job_id] = now
         return again
 
+    def unready(self) -> str | None:
+        """Why an accepted job would not be sent (None when the broker answers)."""
+        text = self.ping()
+        return None if "reachable" in text and "unreachable" not in text else text
+
     def ping(self) -> str:
         with self._lock:
             at, text = self._ping

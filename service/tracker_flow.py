@@ -22,7 +22,7 @@ import httpx
 from pipeline.errors import BundleError
 from service.bugzilla import BugEvent, BugzillaClient, pick_bundles
 from service.bugzilla import is_relevant as bug_relevant
-from service.digest import text_report
+from service.digest import code_block, text_report
 from service.github import GitHubClient, IssueEvent, bundle_links
 from service.github import is_relevant as issue_relevant
 from service.notify import MailError, NotifySettings, SendResult, SentLog, diagnosis_url, key_chart_png, send_report
@@ -66,9 +66,11 @@ def bundle_chart(data: bytes, doc: Mapping[str, Any]) -> tuple[bytes, str] | Non
 MAX_COMMENT = 60000  # Bugzilla refuses comments over 65535 characters, GitHub over 65536
 
 
-def comment_text(reports: list[Report], refused: list[str], public_url: str) -> str:
+def comment_text(reports: list[Report], refused: list[str], public_url: str, markdown: bool = False) -> str:
     """The tracker comment: one section per diagnosed bundle, then what was not taken. Cut to what the
-    trackers accept when it is longer, ending with the link to every diagnosis."""
+    trackers accept when it is longer, ending with the link to every diagnosis. `markdown` (GitHub, which
+    renders comments): the report — bundle and tracker text — goes verbatim into a code block, so that
+    a component or file name cannot become a link, an image, a mention or HTML; the links follow it."""
     parts = []
     for r in reports:
         body = text_report(r.doc, diagnosis_url(public_url, r.diagnosis_id))
@@ -76,9 +78,16 @@ def comment_text(reports: list[Report], refused: list[str], public_url: str) -> 
     if refused:
         parts.append("Not diagnosed:\n" + "\n".join(f"- {x}" for x in refused))
     text = "\n\n".join(parts).strip() + "\n"
+    links = "\n".join(diagnosis_url(public_url, r.diagnosis_id) for r in reports)
+    if markdown:
+        after = f"\nEvery diagnosis, with its charts:\n{links}\n" if links else ""
+        room = MAX_COMMENT - len(after) - 2 * len(code_block(""))  # the fences, however long
+        if len(text) > room:
+            cut = "\n[cut: the report is too long for a comment]\n"
+            text = text[: room - len(cut) - 1].rstrip() + cut
+        return code_block(text) + after
     if len(text) <= MAX_COMMENT:
         return text
-    links = "\n".join(diagnosis_url(public_url, r.diagnosis_id) for r in reports)
     tail = f"\n[cut: the report is too long for a comment; every diagnosis is at]\n{links}\n"
     return text[: MAX_COMMENT - len(tail) - 1].rstrip() + "\n" + tail
 
@@ -99,7 +108,7 @@ def _run(name: str, data: bytes, diagnose: Diagnose, out: Outcome, chart: ChartO
 
 
 def _finish(out: Outcome, post: Callable[[str], int], reporter: str | None, context: str, *,
-            notify: NotifySettings, sent_log: SentLog) -> Outcome:  # fmt: skip
+            notify: NotifySettings, sent_log: SentLog, markdown: bool = False) -> Outcome:  # fmt: skip
     if not out.reports and not out.refused:
         return out
     # Each diagnosis and refusal is told once: a later event (a new attachment) comments on what is new.
@@ -107,7 +116,7 @@ def _finish(out: Outcome, post: Callable[[str], int], reporter: str | None, cont
     new = [r for r in out.reports if not sent_log.was_sent(keys[id(r)])]
     new_refused = [x for x in out.refused if not sent_log.was_sent(comment_key(out.subject, "r:" + x))]
     if new or new_refused:
-        out.comment_id = post(comment_text(new, new_refused, notify.public_url))
+        out.comment_id = post(comment_text(new, new_refused, notify.public_url, markdown))
         for k in [keys[id(r)] for r in new] + [comment_key(out.subject, "r:" + x) for x in new_refused]:
             sent_log.mark_sent(k)
     if not notify.smtp_host:
@@ -177,4 +186,5 @@ def handle_github(
                 continue
             _run(link.name, data, diagnose, out, chart if notify.smtp_host else None)
         return _finish(out, lambda text: gh.comment(event.repo, event.number, text), None,
-                       f"{event.repo}#{event.number}: {event.title}", notify=notify, sent_log=sent_log)  # fmt: skip
+                       f"{event.repo}#{event.number}: {event.title}", notify=notify, sent_log=sent_log,
+                       markdown=True)  # fmt: skip

@@ -5,9 +5,10 @@ Nothing here knows about the web framework: webhook handlers take the raw body a
 and return plain values or raise a `TrackerError` subclass (`Unauthorized` -> 401, `BadPayload` -> 400).
 
 Deliveries: each one has a key (Bugzilla: bug id + event time + change set; GitHub: X-GitHub-Delivery,
-which a redelivery keeps) and a subject (the bug or issue). `admit` refuses a key seen before (a
-replay) and an event older than `tracker_stale_after_s` or older than the newest event admitted for
-the same subject (a late, out-of-order delivery), then records it in a `DeliveryLedger`.
+which a redelivery keeps, and the signed body's digest, since the signature does not cover that header)
+and a subject (the bug or issue). `admit` refuses a key seen before (a replay) and an event older than
+`tracker_stale_after_s` or older than the newest event admitted for the same subject (a late,
+out-of-order delivery), then records it in a `DeliveryLedger`.
 """
 
 from __future__ import annotations
@@ -176,6 +177,13 @@ class Delivery:
     key: str  # idempotency key, at most 80 characters
     subject: str  # the bug or issue: bugzilla:<id>, github:<owner>/<repo>#<n>
     time: datetime  # when the event happened (tracker's clock), UTC
+    # further keys naming the same event (GitHub: the signed body's digest, since the delivery id is not
+    # signed): a delivery is a replay when any of its keys was admitted before, and claims them all
+    also: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return (self.key, *self.also)
 
 
 def delivery_key(source: str, *parts: object) -> str:
@@ -190,7 +198,8 @@ class DeliveryLedger(Protocol):
     def newest(self, subject: str) -> datetime | None: ...
 
     def claim(self, delivery: Delivery) -> bool:
-        """Record it; False when the key was recorded already (a concurrent duplicate)."""
+        """Record every one of its keys at once; False (nothing recorded) when one of them was recorded
+        already (a concurrent duplicate)."""
         ...
 
     def forget(self, key: str) -> None:
@@ -216,9 +225,9 @@ class MemoryLedger:
 
     def claim(self, delivery: Delivery) -> bool:
         with self._lock:
-            if delivery.key in self._keys:
+            if any(k in self._keys for k in delivery.keys):
                 return False
-            self._keys[delivery.key] = delivery
+            self._keys.update(dict.fromkeys(delivery.keys, delivery))
             return True
 
     def forget(self, key: str) -> None:
@@ -240,7 +249,7 @@ def is_stale(event_time: datetime, now: datetime, max_age_s: float, newest: date
 
 def admit(d: Delivery, ledger: DeliveryLedger, max_age_s: float, now: datetime | None = None) -> Admission:
     """Decide and, when accepted, record the delivery. Only an accepted delivery may start work."""
-    if ledger.seen(d.key):
+    if any(ledger.seen(k) for k in d.keys):
         return Admission.REPLAY
     if is_stale(d.time, now or datetime.now(UTC), max_age_s, ledger.newest(d.subject)):
         return Admission.STALE

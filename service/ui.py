@@ -11,15 +11,17 @@ from urllib.parse import urlencode
 
 import jinja2
 from fastapi import APIRouter, Depends, Query, Request
+from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from service import csrf, pages, retraining
 from service import feedback as fb
-from service import pages, retraining
 from service.api import key_accepted
 from service.db import get_db
+from service.schemas import MAX_INT
 from vsandx.faults import FAULTS
 from vsandx.settings import ServiceSettings
 
@@ -33,6 +35,7 @@ _env.globals["FAULTS"] = FAULTS
 templates = Jinja2Templates(env=_env)
 router = APIRouter(include_in_schema=False)
 Db = Annotated[Session, Depends(get_db)]
+FORGED = "The form's security token is missing or stale (did it come from this page?): reload the page, send it again."
 
 
 def _settings(request: Request) -> ServiceSettings:
@@ -46,7 +49,19 @@ def _model_info(request: Request) -> dict[str, Any]:
 
 
 def _page(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, context, status_code=status_code)
+    """A filled template; every page carries the CSRF token its forms send back (service.csrf)."""
+    token = csrf.token_for(request.cookies.get(csrf.COOKIE))
+    page = templates.TemplateResponse(request, name, context | {"csrf_token": token}, status_code=status_code)
+    page.set_cookie(csrf.COOKIE, token, httponly=True, samesite="lax", secure=request.url.scheme == "https")
+    return page
+
+
+class _Forged(PermissionError):
+    pass
+
+
+def _forged(request: Request, form: dict[str, str]) -> bool:
+    return not csrf.token_ok(form.get(csrf.FIELD), request.cookies.get(csrf.COOKIE))
 
 
 def _not_found(request: Request, what: str) -> HTMLResponse:
@@ -61,15 +76,16 @@ def upload_page(request: Request) -> HTMLResponse:
 @router.get("/diagnoses", response_class=HTMLResponse)
 def list_page(
     request: Request, db: Db, fault: str | None = None, status: str | None = None,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=pages.MAX_PAGE)] = 1,
 ) -> HTMLResponse:  # fmt: skip
     return _page(request, "list.html", pages.listing(db, fault, status, page))
 
 
 @router.get("/diagnoses/{job_id}", response_class=HTMLResponse)
 def detail_page(
-    request: Request, db: Db, job_id: str, feedback: int | None = None, retrain: int | None = None
-) -> HTMLResponse:
+    request: Request, db: Db, job_id: str, feedback: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
+    retrain: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
+) -> HTMLResponse:  # fmt: skip
     ctx = pages.detail(db, _settings(request), job_id)
     if ctx is None:
         return _not_found(request, f"No diagnosis {job_id}.")
@@ -87,6 +103,8 @@ def _give_feedback(request: Request, job_id: str, form: dict[str, str]) -> Respo
     state, settings = request.app.state, _settings(request)
     with state.database.session() as db:
         try:
+            if _forged(request, form):
+                raise _Forged(FORGED)
             if not key_accepted(settings, form.get("api_key")):
                 raise PermissionError("the API key is missing or wrong")
             row = fb.record_feedback(db, job_id, pages.feedback_in(form))
@@ -94,7 +112,7 @@ def _give_feedback(request: Request, job_id: str, form: dict[str, str]) -> Respo
             return _not_found(request, f"No diagnosis {job_id}.")
         except (PermissionError, ValueError) as e:  # InvalidFeedback, NotFinished, ValidationError
             ctx = pages.detail(db, settings, job_id) or {}
-            code = 401 if isinstance(e, PermissionError) else 422
+            code = 403 if isinstance(e, _Forged) else 401 if isinstance(e, PermissionError) else 422
             return _page(request, "detail.html", ctx | {"feedback_error": pages.form_error(e), "form": form}, code)
         opened = retraining.after_feedback(db, settings, state.queue, state.database)
     query = {"feedback": row.id} | ({"retrain": opened.id} if opened else {})
@@ -102,7 +120,7 @@ def _give_feedback(request: Request, job_id: str, form: dict[str, str]) -> Respo
 
 
 @router.get("/diagnoses/{job_id}/charts/{k}.png")
-def chart_png(request: Request, db: Db, job_id: str, k: int) -> Response:
+def chart_png(request: Request, db: Db, job_id: str, k: Annotated[int, PathParam(ge=0, le=MAX_INT)]) -> Response:
     png = pages.chart_png(db, _settings(request), job_id, k)
     if png is None:
         return _not_found(request, f"No chart {k} for diagnosis {job_id}.")
@@ -131,7 +149,9 @@ def _retrain_now(request: Request, form: dict[str, str]) -> Response:
     state, settings = request.app.state, _settings(request)
     with state.database.session() as db:
         error, code = None, 200
-        if not key_accepted(settings, form.get("api_key")):
+        if _forged(request, form):
+            error, code = FORGED, 403
+        elif not key_accepted(settings, form.get("api_key")):
             error, code = "The API key is missing or wrong.", 401
         elif (opened := retraining.open_retrain(db, settings, "demand", form.get("requested_by") or None)) is None:
             error, code = "A retrain is already queued or running.", 409

@@ -57,7 +57,8 @@ async def _handle(request: Request, source: Source) -> JSONResponse:
             await run_in_threadpool(ctx.enqueue, answer.job)
         except Exception as e:
             log.exception("%s webhook: could not queue delivery %s", source, answer.payload.get("delivery"))
-            await run_in_threadpool(ctx.ledger.forget, str(answer.payload.get("delivery")))
+            for key in answer.claimed:
+                await run_in_threadpool(ctx.ledger.forget, key)
             return JSONResponse({"error": f"could not queue the work: {type(e).__name__}"}, 503)
     return JSONResponse(answer.payload, answer.status)
 

@@ -29,7 +29,7 @@ from typing import Any
 import httpx
 from sqlalchemy.orm import Session
 
-from service import store, webhooks
+from service import chart_store, store, webhooks
 from service.db import Database
 from service.digest import findings_of
 from service.intake import store_upload
@@ -38,7 +38,7 @@ from service.ledgers import SqlSentLog
 from service.notify import MailError, NotifySettings
 from service.serving import ModelHolder, ModelUnavailable
 from service.tables import Base, Job, SentMessage
-from service.tracker_flow import Outcome
+from service.tracker_flow import Outcome, bundle_chart
 from service.trackers import BadPayload, TrackerHTTPError, TrackerSettings
 from vsandx.settings import ServiceSettings
 
@@ -108,7 +108,7 @@ class WebhookWorker:
         i = self.integrations
         try:
             out = webhooks.run(job, trackers=i.trackers, notify=i.notify, diagnose=self.diagnose,
-                               sent_log=self.sent_log, transport=i.transport)  # fmt: skip
+                               sent_log=self.sent_log, chart=self.key_chart, transport=i.transport)  # fmt: skip
         except (TrackerHTTPError, MailError) as e:
             if e.transient:
                 raise Transient(str(e)) from e
@@ -133,6 +133,16 @@ class WebhookWorker:
             job_id = str(uuid.uuid5(JOB_NAMESPACE, f"{sha256}\0{model.name}\0{model.version}"))
             store.ensure_job(db, job_id, sha256, clean)
             return job_id, self._result(db, job_id)
+
+    def key_chart(self, data: bytes, doc: Mapping[str, Any]) -> tuple[bytes, str] | None:
+        """`tracker_flow.ChartOf`: the report's key chart as stored when the diagnosis was made; drawn from
+        the bytes again only for a diagnosis made before charts were stored with diagnoses."""
+        key = chart_store.key_of(doc)
+        stored = chart_store.load(self.settings, key) if key else None
+        if key is None or stored is None:
+            return bundle_chart(data, doc)
+        png = chart_store.png(self.settings, key, 0) if stored else None
+        return (png, stored[0].title) if png else None
 
     def _result(self, db: Session, job_id: str) -> Mapping[str, Any]:
         s = self.settings

@@ -22,7 +22,10 @@ from service.tracker_flow import ChartOf, Diagnose, Outcome, bundle_chart, handl
 from service.trackers import Admission, BadPayload, DeliveryLedger, TrackerSettings, Unauthorized, admit, header
 
 Source = Literal["bugzilla", "github"]
-WEBHOOK_MAX_BODY = 1024 * 1024  # Bugzilla's payloads are a few KB; GitHub's issue events well under 1 MB
+# Bugzilla's payloads are a few KB. GitHub caps a delivery at 25 MB, but an issues event is the issue (its
+# body at most 65536 characters), its labels, the repository and the sender: tens of KB. 1 MiB leaves a
+# wide margin and is what the app's body limit (service.app.body_limits) holds these routes to.
+WEBHOOK_MAX_BODY = 1024 * 1024
 # GitHub's headers the task needs to parse the payload again (the signature was checked on receipt).
 GITHUB_TASK_HEADERS = ("X-GitHub-Event", "X-GitHub-Delivery")
 
@@ -32,6 +35,7 @@ class Answer:
     status: int
     payload: dict[str, Any]
     job: dict[str, Any] | None = field(default=None)  # JSON-serialisable arguments of `run`, or None
+    claimed: tuple[str, ...] = ()  # the ledger keys admitting it recorded (forgotten when queuing fails)
 
 
 def _configured(source: Source, s: TrackerSettings) -> str | None:
@@ -72,7 +76,7 @@ def accept(source: Source, body: bytes, headers: Mapping[str, str], settings: Tr
     if verdict is not Admission.ACCEPT:
         return Answer(200, {"status": verdict.value, "delivery": delivery.key})
     job = {"source": source, "body": body.decode("utf-8", "replace"), "headers": hdrs}
-    return Answer(200, {"status": "queued", "delivery": delivery.key}, job)
+    return Answer(200, {"status": "queued", "delivery": delivery.key}, job, delivery.keys)
 
 
 def run(

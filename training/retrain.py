@@ -14,6 +14,7 @@ both models' metrics, the decision and its reason.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -36,11 +37,14 @@ from training.run import (
     training_sources,
     winner_configs,
 )
-from training.tracking import ModelRef, Run, Tracker
+from training.tracking import ModelRef, NoModel, Run, Tracker, fetch_model
 from vsandx.settings import Settings
 
 FEEDBACK_WEIGHT = 3  # copies of each feedback bundle in the training set
 KIND_TAG = "vsandx.kind"
+
+
+ALPHA = 0.01  # the simulated field test set vetoes an engineer-backed candidate only on a loss this significant
 
 
 @dataclass(frozen=True)
@@ -48,13 +52,27 @@ class Scores:
     exact_match: float
     component_accuracy: float
     bundles: int
+    hits: tuple[bool, ...] = ()  # per bundle, every component right: what a paired test compares
 
 
 def score(model: Diagnoser, X: Sequence[BundleTensors], y: Sequence[Mapping[str, str]]) -> Scores:
     if not X:
         return Scores(0.0, 0.0, 0)
     pred = model.predict(X)
-    return Scores(exact_match(y, pred), component_accuracy(y, pred), len(X))
+    hits = tuple(all(p.get(c) == lab for c, lab in t.items()) for t, p in zip(y, pred, strict=True))
+    return Scores(exact_match(y, pred), component_accuracy(y, pred), len(X), hits)
+
+
+def mcnemar_worse(candidate: Scores, champion: Scores) -> float:
+    """One-sided exact McNemar p-value that the candidate gets fewer bundles right than the champion on
+    the same bundles (1.0 without per-bundle results): of the bundles exactly one of them gets right,
+    how unlikely is the champion's share if both were equally good."""
+    if not candidate.hits or len(candidate.hits) != len(champion.hits):
+        return 1.0
+    lost = sum(h and not c for c, h in zip(candidate.hits, champion.hits, strict=True))
+    won = sum(c and not h for c, h in zip(candidate.hits, champion.hits, strict=True))
+    n = lost + won
+    return sum(math.comb(n, k) for k in range(lost, n + 1)) / 2**n if n else 1.0
 
 
 @dataclass(frozen=True)
@@ -69,23 +87,32 @@ def decide(
     candidate_feedback: Scores,
     champion_feedback: Scores | None,
 ) -> Decision:
-    """The promotion rule. A champion score of None: no champion this pipeline can read. Better on the
-    feedback set: a higher exact match, or the same and a higher component accuracy. Without a feedback
-    set the field test set alone decides (the rule of `vsandx train`)."""
+    """The promotion rule: engineer-confirmed bundles first. A champion score of None: no champion this
+    pipeline can read. With held-back feedback bundles, the candidate must be better on them (a higher
+    exact match, or the same and a higher component accuracy); the simulated field test set can then
+    keep the champion only if the candidate is significantly worse there (one-sided exact McNemar test
+    on the same bundles, p < ALPHA), not because it moved by a few bundles, as it does from run to run.
+    Without a feedback set the field test set alone decides (the rule of `vsandx train`)."""
     if champion_field is None or champion_feedback is None:
         return Decision(True, "no champion this pipeline can read: the candidate becomes champion")
     c_f, h_f = candidate_field.exact_match, champion_field.exact_match
-    if c_f < h_f:
-        return Decision(False, f"worse on the field test set (exact match {c_f:.3f} < champion's {h_f:.3f})")
-    on_field = f"at least as good on the field test set (exact match {c_f:.3f} ≥ {h_f:.3f})"
+    on_field = f"field test set exact match {c_f:.3f} vs {h_f:.3f}"
     if candidate_feedback.bundles == 0:
-        return Decision(True, f"{on_field}; no feedback set yet, so the field test set decides")
+        if c_f < h_f:
+            return Decision(False, f"worse on the field test set ({on_field}); no feedback set yet to outweigh it")
+        return Decision(True, f"at least as good on the field test set ({on_field}); no feedback set yet")
     c = (candidate_feedback.exact_match, candidate_feedback.component_accuracy)
     h = (champion_feedback.exact_match, champion_feedback.component_accuracy)
-    on_fb = f"exact match {c[0]:.3f} vs {h[0]:.3f}, component accuracy {c[1]:.4f} vs {h[1]:.4f}"
+    on_fb = (f"{candidate_feedback.bundles} engineer-confirmed bundles: exact match {c[0]:.3f} vs {h[0]:.3f}, "
+             f"component accuracy {c[1]:.4f} vs {h[1]:.4f}")  # fmt: skip
     if c <= h:
-        return Decision(False, f"{on_field} but not better on the feedback set ({on_fb})")
-    return Decision(True, f"{on_field} and better on the feedback set ({on_fb})")
+        return Decision(False, f"not better on the feedback set ({on_fb})")
+    p = mcnemar_worse(candidate_field, champion_field)
+    if c_f < h_f and p < ALPHA:
+        return Decision(False, f"better on the feedback set ({on_fb}) but significantly worse on the simulated "
+                               f"field test set ({on_field}, McNemar p = {p:.3f} < {ALPHA})")  # fmt: skip
+    field = "not a significant loss" if c_f < h_f else "no loss"
+    return Decision(True, f"better on the feedback set ({on_fb}); {on_field}: {field} (McNemar p = {p:.3f})")
 
 
 def split_feedback(
@@ -148,8 +175,7 @@ def retrain(
     Xt, yt = load_dataset(build(specs["test"], root, workers=settings.sim_workers, progress=progress))
     Xf, yf = load_dataset(build_labelled(fb_judge, root)) if fb_judge else ([], [])
     tracker = Tracker(root, settings.mlflow_tracking_uri, settings.mlflow_experiment)
-    champ = tracker.champion(settings.registered_model)
-    champ_model = _load_champion(tracker, champ, root)
+    champ, champ_model = _load_champion(settings)
     warm = champion_configs(tracker, champ, champ_model, cfg)
     params = {
         "trigger": trigger,
@@ -193,13 +219,16 @@ def retrain(
     )
 
 
-def _load_champion(tracker: Tracker, champ: ModelRef | None, root: Path) -> Diagnoser | None:
-    if champ is None:
-        return None
+def _load_champion(settings: Settings) -> tuple[ModelRef | None, Diagnoser | None]:
+    """The champion's registry entry and model; no model when this pipeline cannot read it."""
     try:
-        return load_model(tracker.download(champ, root / "models" / champ.name / champ.version))
+        got = fetch_model(None, settings.data_dir, settings.mlflow_tracking_uri, settings.registered_model)
+    except NoModel:
+        return None, None
+    try:
+        return got.ref, load_model(got.folder)
     except SchemaMismatch:
-        return None  # it cannot read this pipeline's tensors: it serves nothing any more
+        return got.ref, None  # it cannot read this pipeline's tensors: it serves nothing any more
 
 
 def _sweep_candidate(

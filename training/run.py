@@ -29,7 +29,7 @@ from pipeline.tensors import BundleTensors
 from training.datasets import DatasetSpec, build, combine, load_dataset
 from training.fitting import fit_and_score, is_faulty, mix_issue_rate, select_members
 from training.report import CurvePoint, ModelScore, Results, write_report
-from training.tracking import Tracker
+from training.tracking import NoModel, Tracker, fetch_model
 from training.tune import SweepSpec, TrialOutcome, run_sweep
 from vsandx.settings import Settings
 
@@ -269,7 +269,7 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
         settings.registered_model,
         tags={"test_exact_match": f"{ens.exact_match:.6f}", "test_set": json.dumps(asdict(sets["test"]))},
     )
-    promote = _beats_champion(tracker, settings, ens.exact_match, Xt, yt, root)
+    promote = _beats_champion(settings, ens.exact_match, Xt, yt)
     if promote:
         tracker.promote(ref)
     (root / "sweeps").mkdir(parents=True, exist_ok=True)
@@ -277,22 +277,13 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
     return Trained(promote, ref.version, report, scores)
 
 
-def _beats_champion(
-    tracker: Tracker,
-    settings: Settings,
-    candidate: float,
-    Xt: Sequence[BundleTensors],
-    yt: Sequence[Labels],
-    root: Path,
-) -> bool:
+def _beats_champion(settings: Settings, candidate: float, Xt: Sequence[BundleTensors], yt: Sequence[Labels]) -> bool:
     """A candidate replaces the champion only if at least as good on this run's test set."""
-    champ = tracker.champion(settings.registered_model)
-    if champ is None:
-        return True
     try:
-        model = load_model(tracker.download(champ, root / "models" / champ.name / champ.version))
-    except SchemaMismatch:
-        return True  # the old champion cannot read this pipeline's tensors any more
+        got = fetch_model(None, settings.data_dir, settings.mlflow_tracking_uri, settings.registered_model)
+        model = load_model(got.folder)
+    except (NoModel, SchemaMismatch):
+        return True  # none, or one that cannot read this pipeline's tensors any more
     return candidate >= exact_match(yt, model.predict(Xt))
 
 

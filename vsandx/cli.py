@@ -73,7 +73,13 @@ def _cmd_parse(args: argparse.Namespace) -> int:
 def _cmd_diagnose(args: argparse.Namespace) -> int:
     import json
 
-    from pipeline import BundleError
+    from pipeline import BundleError, check_path
+
+    try:
+        check_path(args.bundle)  # a typo or a text file answers in milliseconds, not after the model loads
+    except BundleError as e:
+        print(f"vsandx diagnose: {e}", file=sys.stderr)
+        return 1
     from service.predictor import NoModel, Predictor
 
     try:
@@ -117,7 +123,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         print(f"vsandx evaluate: {folder}: not a directory", file=sys.stderr)
         return 2
     try:
-        doc = evaluate_folder(Predictor.load(args.model), folder)
+        doc = evaluate_folder(Predictor.load(args.model), folder, progress=not args.quiet)
     except NoModel as e:
         print(f"vsandx evaluate: {e}", file=sys.stderr)
         return 1
@@ -128,7 +134,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     print(f"exact match         {doc['exact_match']:.3f}")
     print(f"component accuracy  {doc['component_accuracy']:.3f}")
     for fault, m in doc["per_fault"].items():
-        print(f"  {fault:<22} P {m['precision']:.2f}  R {m['recall']:.2f}  F1 {m['f1']:.2f}  n={m['support']}")
+        if m["support"]:
+            print(f"  {fault:<22} P {m['precision']:.2f}  R {m['recall']:.2f}  F1 {m['f1']:.2f}  n={m['support']}")
+        else:  # no bundle carries it: recall and F1 are undefined, and precision is 0 only if it was called
+            p = f"{m['precision']:.2f}" if m.get("predicted") else "n/a "
+            print(f"  {fault:<22} P {p}  R n/a   F1 n/a   n=0")
     print(f"latency             p50 {doc['latency_ms']['p50']:.0f} ms, p95 {doc['latency_ms']['p95']:.0f} ms")
     return 0
 
@@ -158,10 +168,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
     cfg = replace(cfg, **changes)
     settings = get_settings()
     if args.if_missing:
-        from training.tracking import Tracker
+        from training.tracking import NoModel, fetch_model
 
-        champ = Tracker(settings.data_dir, settings.mlflow_tracking_uri).champion(settings.registered_model)
-        if champ is not None:
+        try:
+            champ = fetch_model(None, settings.data_dir, settings.mlflow_tracking_uri, settings.registered_model)
+        except NoModel:
+            pass
+        else:
             print(f"champion  {settings.registered_model} version {champ.version} exists; not training")
             return 0
     done = run_training(cfg, settings, progress=not args.quiet)
@@ -200,11 +213,11 @@ def _die_with_parent() -> None:
 def _cmd_serve(args: argparse.Namespace) -> int:
     import os
     import signal
-    import subprocess
 
     import uvicorn
 
     from service.app import create_app
+    from service.supervise import WorkerPool
     from vsandx.settings import get_service_settings
 
     settings = get_service_settings()
@@ -215,12 +228,13 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"embedded_workers": 0})
     signal.signal(signal.SIGTERM, _stopped)
     signal.signal(signal.SIGINT, _stopped)
-    procs: list[subprocess.Popen[bytes]] = []
+    pool: WorkerPool | None = None
     try:
         app = create_app(settings)  # migrates the database before any worker starts
-        if not settings.broker_url:
+        if not settings.broker_url and n > 0:
             worker = [sys.executable, "-m", "vsandx.cli", "worker", "--concurrency", "1", "--log-level", args.log_level]
-            procs = [subprocess.Popen(worker, preexec_fn=_die_with_parent) for _ in range(n)]
+            pool = WorkerPool(worker, n, preexec=_die_with_parent)  # reaped and respawned when one dies
+            pool.start()
         where = "embedded queue" if not settings.broker_url else f"Celery broker {settings.broker_url}"
         print(
             f"vsandx serving on http://{args.host}:{args.port}  (API docs /docs; {where}; data {settings.data_dir})",
@@ -230,14 +244,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     except _Stopped:
         pass
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        if pool is not None:
+            pool.stop(10)
     return 0
 
 
@@ -294,15 +302,51 @@ def _cmd_beat(args: argparse.Namespace) -> int:
     return 0
 
 
+MODEL_HELP = "model folder, models:/<name>@<alias> or models:/<name>/<version> (default: the registry's champion)"
+LEVELS = ("critical", "error", "warning", "info", "debug")
+TRAIN_PRESETS = """defaults, by preset (training.run.TrainConfig.preset):
+  preset  --lab  --varied  --val  --test  --samples  --families                    --seed
+  smoke      24        8      8      8          2  cnn_small                         0
+  quick     200      200    100    200          4  cnn_small                         0
+  full     5000     2000    600   1000         16  cnn_small,cnn_base,cnn_deep      0
+without --quick or --smoke the full preset runs (days on a 2-core CPU)."""
+
+
+class _Fmt(argparse.ArgumentDefaultsHelpFormatter):
+    """Every option's help ends with its default (none shown for flags and required arguments)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default in (None, False, argparse.SUPPRESS) or action.required:
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _SubParser(argparse.ArgumentParser):
+    def __init__(self, *args: object, **kw: object) -> None:
+        kw.setdefault("formatter_class", _Fmt)
+        super().__init__(*args, **kw)  # type: ignore[arg-type]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vsandx")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="vsandx", description="vSAN performance diagnostics")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="vsandx", description="vSAN performance diagnostics", formatter_class=_Fmt)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_SubParser)
 
     sim = sub.add_parser("simulate", help="write labelled, fault-injected diagnosis bundles")
-    sim.add_argument("--profile", choices=("lab", "field"), required=True)
+    sim.add_argument("--profile", choices=("lab", "field"), required=True,
+                     help="lab: PerfPsychic's fixed 4-host test bed; field: varied customer clusters")  # fmt: skip
     sim.add_argument("-n", type=_positive, required=True, help="number of bundles")
-    sim.add_argument("--out", required=True, help="output directory")
-    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--out", required=True, help="output directory (created)")
+    sim.add_argument("--seed", type=int, default=0, help="the same seed writes byte-identical bundles")
     sim.add_argument(
         "--format",
         choices=("tgz", "dir", "zip"),
@@ -324,17 +368,23 @@ def build_parser() -> argparse.ArgumentParser:
     prs.add_argument("--json", action="store_true", help="one JSON document on stdout")
     prs.set_defaults(func=_cmd_parse)
     diag = sub.add_parser("diagnose", help="diagnose one bundle with the served model")
-    diag.add_argument("bundle")
+    diag.add_argument("bundle", help=".tgz/.tar.gz/.tar/.zip or a directory")
     diag.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
-    diag.add_argument("--model", default=None, help="model folder, or models:/<name>@<alias> (default: the champion)")
+    diag.add_argument("--model", default=None, help=MODEL_HELP)
     diag.set_defaults(func=_cmd_diagnose)
 
     ev = sub.add_parser("evaluate", help="diagnose every labelled bundle in DIR and report accuracy")
-    ev.add_argument("dir")
+    ev.add_argument("dir", help="folder of labelled bundles (as `vsandx simulate` writes them)")
     ev.add_argument("--json", action="store_true", help="print exactly one JSON document on stdout")
-    ev.add_argument("--model", default=None, help="model folder, or models:/<name>@<alias> (default: the champion)")
+    ev.add_argument("--model", default=None, help=MODEL_HELP)
+    ev.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=_cmd_evaluate)
-    tr = sub.add_parser("train", help="build datasets, sweep CNNs, benchmark baselines, register the winner")
+    tr = sub.add_parser(
+        "train",
+        help="build datasets, sweep CNNs, benchmark baselines, register the winner",
+        epilog=TRAIN_PRESETS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     size = tr.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small sweep, all baselines, the report (minutes)")
     size.add_argument("--smoke", action="store_true", help="tiny end-to-end run (CI)")
@@ -344,31 +394,31 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--test", type=_positive, help="field test bundles (never used for a decision)")
     tr.add_argument("--samples", type=_positive, help="sweep trials per CNN family")
     tr.add_argument("--families", help="comma-separated CNN families (see models.registry)")
-    tr.add_argument("--seed", type=int)
+    tr.add_argument("--seed", type=int, help="seed of the datasets and the sweep (default: the preset's)")
     tr.add_argument("--if-missing", action="store_true", help="only train when no champion is registered")
     tr.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     tr.set_defaults(func=_cmd_train)
 
     srv = sub.add_parser("serve", help="the web service: API, UI and (embedded default) its workers")
-    srv.add_argument("--host", default="127.0.0.1")
-    srv.add_argument("--port", type=int, default=8000)
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    srv.add_argument("--port", type=int, default=8000, help="port to listen on")
     srv.add_argument(
         "--workers",
         type=int,
         default=None,
         help="embedded queue: worker processes to start (default VSANDX_WORKER_PROCESSES, else one per core)",
     )
-    srv.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    srv.add_argument("--log-level", default="info", choices=LEVELS, help="log level")
     srv.set_defaults(func=_cmd_serve)
     wk = sub.add_parser("worker", help="a background worker: Celery when VSANDX_BROKER_URL is set, else embedded")
     wk.add_argument("--queues", default="diagnoses,training", help="Celery queues to consume (comma-separated)")
     wk.add_argument("--concurrency", type=_positive, default=None, help="processes (Celery) or threads (embedded)")
     wk.add_argument("--pool", default="prefork", choices=("prefork", "solo", "threads"), help="Celery pool")
-    wk.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    wk.add_argument("--log-level", default="info", choices=LEVELS, help="log level")
     wk.add_argument("--ping", action="store_true", help="exit 0 when a worker of this host answers (healthcheck)")
     wk.set_defaults(func=_cmd_worker)
     bt = sub.add_parser("beat", help="the Celery scheduler of periodic housekeeping (one per deployment)")
-    bt.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    bt.add_argument("--log-level", default="info", choices=LEVELS, help="log level")
     bt.set_defaults(func=_cmd_beat)
     return parser
 

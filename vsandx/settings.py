@@ -21,8 +21,18 @@ class Settings(BaseSettings):
     mlflow_tracking_uri: str | None = None
     mlflow_experiment: str = "vsandx"
     registered_model: str = "vsandx-diagnoser"
+    # Intra-op threads of a served model per process (torch): `vsandx diagnose`, evaluate and the
+    # service's workers; parallelism comes from worker processes.
+    model_threads: int = 1
     # Ray: an existing cluster to run sweeps on (like RAY_ADDRESS); None starts a local one.
     ray_address: str | None = None
+
+    @field_validator("data_dir", mode="after")
+    @classmethod
+    def _absolute(cls, v: Path) -> Path:
+        """Resolved once, here: downstream code (MLflow's artifact paths above all) mixes relative and
+        absolute paths badly, and a later chdir must not move the data."""
+        return v.expanduser().resolve()
 
 
 @lru_cache(maxsize=1)
@@ -44,6 +54,19 @@ class PipelineSettings(BaseSettings):
     pipeline_max_depth: int | None = None
     pipeline_max_name_len: int | None = None
     pipeline_max_header_bytes: int | None = None
+    pipeline_max_nested_zip_bytes: int | None = None
+    pipeline_max_components: int | None = None
+    pipeline_max_perf_entities: int | None = None
+    pipeline_max_samples: int | None = None
+    pipeline_max_perf_values: int | None = None
+    pipeline_max_entity_bytes: int | None = None
+    pipeline_max_source_bytes: int | None = None
+    pipeline_max_table_bytes: int | None = None
+    pipeline_max_log_bytes: int | None = None
+    pipeline_max_line_bytes: int | None = None
+    pipeline_max_events: int | None = None
+    pipeline_max_events_total: int | None = None
+    pipeline_max_esxtop_columns: int | None = None
     pipeline_grid_steps: int | None = None
     pipeline_max_step_s: int | None = None
 
@@ -71,14 +94,16 @@ class ServiceSettings(Settings):
     # API keys accepted on write endpoints (X-API-Key header); empty = open. Env: comma-separated.
     api_keys: Annotated[list[str], NoDecode] = []
     max_upload_bytes: int = 512 * 1024 * 1024
+    # Request bodies of every other route (JSON: feedback, retrains), refused with 413 while streaming.
+    max_json_bytes: int = 64 * 1024
+    # The UI's feedback form: one field per component (thousands in a large cluster).
+    max_form_bytes: int = 1024 * 1024
     # `?wait=true`: how long a request may wait for its diagnosis before answering 202.
     wait_timeout_s: float = 10.0
     # Uploaded bundles are kept this many days after their last upload (0 = forever).
     retention_days: float = 30.0
     # Model served: None = the registry's champion of `registered_model`; or a folder / models:/ URI.
     model_uri: str | None = None
-    # Intra-op threads of the model per process (torch); parallelism comes from worker processes.
-    model_threads: int = 1
     # How often the champion alias is checked for a move (seconds).
     model_poll_s: float = 30.0
     # Worker threads the API process runs on the embedded queue (0 = only separate workers). `vsandx
@@ -91,6 +116,9 @@ class ServiceSettings(Settings):
     # A diagnosis is killed after this many seconds (Celery: soft limit 5 s earlier). Must stay below
     # the broker's visibility timeout and the lease, so a live job is never taken for a dead one.
     task_time_limit_s: float = 120.0
+    # A diagnosis whose worker grows by more than this (resident MiB above what it held when the job
+    # began) is failed with the reason and not retried; a worker process then exits and is replaced.
+    job_memory_limit_mb: int = 1024
     # A running job whose worker went silent is picked up again after its lease expires.
     lease_s: float = 150.0
     # Redis visibility timeout: an unacknowledged Celery message is redelivered after this long.
@@ -121,7 +149,7 @@ class ServiceSettings(Settings):
 
     @property
     def sqlalchemy_url(self) -> str:
-        return self.database_url or f"sqlite:///{(self.data_dir / 'vsandx.db').resolve()}"
+        return self.database_url or f"sqlite:///{self.data_dir / 'vsandx.db'}"
 
     @property
     def bundles_dir(self) -> Path:

@@ -5,21 +5,22 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import hashlib
-import io
 import re
-import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
-from pipeline.errors import CorruptMember
-from pipeline.parse import cmmds, esxcli, esxtop, logs, perfdump, vscsistats
+from pipeline.config import PipelineConfig
+from pipeline.errors import CorruptMember, LimitExceeded
+from pipeline.parse import cmmds, esxcli, esxtop, logs, perfdump, perfstream, vscsistats
+from pipeline.parse.textio import BoundedLines, chunks, read_bounded
 from pipeline.read import Member, ReadReport
 
 HOST_DIR: Final = re.compile(r"^esx-(?P<host>.+)-(?P<ts>\d{4}-\d{2}-\d{2}--\d{2}\.\d{2})(?:-(?P<n>\d+))?$")
-MAX_TEXT_BYTES: Final = 256 * 1024 * 1024  # small-table sources read whole: CMMDS, esxcli, vscsiStats
-MAX_LOG_LINE: Final = 1024 * 1024
-MAX_DOC_BYTES: Final = 256 * 1024 * 1024  # one perf dump XML document (one line); 16 hosts x 48 h at 20 s fit
+# Budgets whose breach costs one file, not the bundle: the file is left out (or cut) with a warning.
+# The perf dump is the bundle's substance: any breach there refuses the bundle.
+SOFT_LIMITS: Final = frozenset({"max_source_bytes", "max_esxtop_columns"})
+SMALL_CMMDS: Final = 4 * 1024 * 1024
 # What a malformed file can make a parser raise; turned into a warning for that file only.
 PARSE_ERRORS: Final = (
     ValueError,
@@ -30,7 +31,6 @@ PARSE_ERRORS: Final = (
     OverflowError,
     RecursionError,
     csv.Error,
-    ET.ParseError,
     CorruptMember,
 )
 
@@ -105,11 +105,14 @@ def classify(path: str, head: bytes) -> str | None:
 
 
 class _Collector:
-    def __init__(self, out: ParsedBundle) -> None:
+    def __init__(self, out: ParsedBundle, config: PipelineConfig) -> None:
         self.out = out
-        self.perf = perfdump.PerfParser()
+        self.cfg = config
+        self.perf = perfdump.PerfParser(config)
+        self.events = logs.EventBudget(config.max_events, config.max_events_total)
         self.seen_dumps: set[bytes] = set()
         self.seen_cmmds: set[bytes] = set()
+        self.esxtop_values = 0
 
     def folder(self, path: str) -> HostFolder | None:
         hf = host_folder_of(path)
@@ -121,9 +124,10 @@ class _Collector:
         return f
 
     def text(self, m: Member) -> str | None:
-        data = m.open().read(MAX_TEXT_BYTES + 1)
-        if len(data) > MAX_TEXT_BYTES:
-            self.out.warn(f"{m.path}: larger than {MAX_TEXT_BYTES} bytes, ignored")
+        limit = self.cfg.max_table_bytes
+        data = read_bounded(m.open(), limit)
+        if data is None:
+            self.out.warn(f"{m.path}: larger than {limit} bytes, ignored (max_table_bytes)")
             return None
         return data.decode("utf-8", "replace")
 
@@ -136,6 +140,10 @@ class _Collector:
             self._dispatch(kind, m)
         except PARSE_ERRORS as e:
             self.out.warn(f"{m.path}: unreadable {kind} ({type(e).__name__}: {str(e)[:120]})")
+        except LimitExceeded as e:
+            if e.limit not in SOFT_LIMITS or kind in ("perfdump", "perfjson"):
+                raise
+            self.out.warn(f"{e}; {kind} file ignored")
 
     def _dispatch(self, kind: str, m: Member) -> None:
         folder = self.folder(m.path)
@@ -144,35 +152,27 @@ class _Collector:
             if fp in self.seen_dumps:
                 return  # the same cluster-wide dump from another host bundle
             self.seen_dumps.add(fp)
-            self.perf.feed_dump(_lines(m.open(), MAX_DOC_BYTES, self.out, m.path), m.path)
+            perfstream.feed_dump_stream(self.perf, m.open(), m.path)
         elif kind == "perfjson":
-            data = m.open().read(MAX_TEXT_BYTES + 1)
-            if len(data) <= MAX_TEXT_BYTES:
-                self.perf.feed_json(perfdump.load_json(data), m.path)
+            perfstream.feed_json_stream(self.perf, m.open(), m.path)
         elif kind == "cmmds":
-            text = self.text(m)
-            fp = hashlib.sha1(text.encode()).digest() if text is not None else b""
-            if text is not None and fp not in self.seen_cmmds:
-                self.seen_cmmds.add(fp)
-                cm = cmmds.parse_cmmds(text, m.path)
-                self.out.cmmds.merge(cm)
-                for w in cm.warnings:
-                    self.out.warn(w)
+            self._cmmds(m)
         elif kind == "esxtop":
-            cap = esxtop.parse_esxtop(m.open(), m.path)
-            if cap is None:
-                self.out.warn(f"{m.path}: esxtop header not found")
-            elif folder is not None:
-                folder.esxtop.append(cap)
-            else:
-                self.out.loose_esxtop.append((m.path, cap))
-            if cap is not None and cap.rows_skipped:
-                self.out.warn(f"{m.path}: {cap.rows_skipped} malformed esxtop rows skipped")
+            self._esxtop(m, folder)
         elif kind == "log":
             src = logs.source_of(m.path)
             if src == "other":
                 return
-            lf = logs.parse_log(_lines(m.open(), MAX_LOG_LINE, self.out, m.path), src)
+            cfg = self.cfg
+            lines = BoundedLines(m.open(), cfg.max_line_bytes, cfg.max_log_bytes)
+            lf = logs.parse_log(lines, src, self.events, folder.path if folder is not None else m.path)
+            for w in lines.warnings(m.path, "max_log_bytes"):
+                self.out.warn(w)
+            if lf.dropped:
+                self.out.warn(
+                    f"{m.path}: {lf.dropped} log events not kept (max_events per component and kind, "
+                    f"max_events_total {cfg.max_events_total}): event counts there are cut short"
+                )
             if folder is not None:
                 folder.logs.append(lf)
             else:
@@ -194,27 +194,64 @@ class _Collector:
             elif kind == "nicinfo":
                 folder.nics = esxcli.parse_nicinfo(text)
 
-
-def _lines(f: io.BufferedReader, limit: int, out: ParsedBundle, where: str) -> Iterator[bytes]:
-    """Lines of at most `limit` bytes; a longer one is skipped (read through in chunks) with a warning."""
-    while True:
-        line = f.readline(limit)
-        if not line:
+    def _cmmds(self, m: Member) -> None:
+        # Every host bundle repeats the cluster's directory: a small one is fingerprinted before it is
+        # parsed (parsed once); a large one is parsed as it streams and merged once.
+        f = m.open()
+        h = hashlib.sha1()
+        first = f.read(SMALL_CMMDS + 1)
+        h.update(first)
+        if len(first) <= SMALL_CMMDS and h.digest() in self.seen_cmmds:
             return
-        if len(line) == limit and not line.endswith(b"\n"):
-            out.warn(f"{where}: a line longer than {limit} bytes skipped")
-            while (chunk := f.readline(1 << 20)) and not chunk.endswith(b"\n"):
-                pass
-            continue
-        yield line
+
+        def hashed() -> Iterator[bytes]:
+            yield first
+            for c in chunks(f, self.cfg.max_source_bytes - len(first), m.path):
+                h.update(c)
+                yield c
+
+        cm = cmmds.parse_cmmds_stream(hashed(), m.path, self.cfg.max_components)
+        if h.digest() in self.seen_cmmds:
+            return
+        self.seen_cmmds.add(h.digest())
+        self.out.cmmds.merge(cm)
+        for w in cm.warnings:
+            self.out.warn(w)
+
+    def _esxtop(self, m: Member, folder: HostFolder | None) -> None:
+        # esxtop values share the perf dump's budget: what is left of it after the captures so far
+        cap = esxtop.parse_esxtop(m.open(), m.path, self.cfg, self.cfg.max_perf_values - self.esxtop_values)
+        if cap is None:
+            self.out.warn(f"{m.path}: esxtop header not found")
+            return
+        self.esxtop_values += cap.values
+        if folder is not None:
+            folder.esxtop.append(cap)
+        else:
+            self.out.loose_esxtop.append((m.path, cap))
+        if cap.rows_skipped:
+            self.out.warn(f"{m.path}: {cap.rows_skipped} malformed esxtop rows skipped")
+        if cap.long_lines:
+            self.out.warn(f"{m.path}: {cap.long_lines} esxtop rows longer than the column budget skipped")
+        if cap.truncated:
+            self.out.warn(
+                f"{m.path}: esxtop rows past {self.cfg.max_source_bytes} bytes (max_source_bytes) or "
+                f"{self.cfg.max_perf_values} values (max_perf_values) ignored: the capture is cut short"
+            )
 
 
-def parse_members(members: Iterable[Member], source: str, report: ReadReport) -> ParsedBundle:
+def parse_members(
+    members: Iterable[Member], source: str, report: ReadReport, config: PipelineConfig | None = None
+) -> ParsedBundle:
     out = ParsedBundle(source=source, read=report)
-    col = _Collector(out)
+    col = _Collector(out, config or PipelineConfig())
     for m in members:
         col.member(m)
     out.perf = col.perf.entities
     for w in col.perf.warnings:
         out.warn(w)
+    for s in report.skipped:
+        out.warn(f"skipped {s}")
+    if report.n_skipped > len(report.skipped):
+        out.warn(f"skipped {report.n_skipped - len(report.skipped)} more non-regular members")
     return out

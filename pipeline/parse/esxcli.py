@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Final
 
-_RULE: Final = re.compile(r"^-+(\s+-+)+\s*$")
+
+def _is_rule(line: str) -> bool:
+    """A dashed rule: `---  -----  --` (two runs at least). Checked without a regex: the pattern form
+    `^-+(\\s+-+)+\\s*$` nests quantifiers over untrusted text."""
+    return line[:1] == "-" and line.replace("-", " ").isspace() and len(line.split()) >= 2
 
 
 @dataclass
@@ -111,7 +114,7 @@ def parse_nicinfo(text: str) -> list[NicRow]:
         if not (line.startswith("Name") and "Speed" in line and "Duplex" in line):
             continue
         # Column spans come from the dashed rule when there is one, else from header words.
-        if i + 1 < len(lines) and _RULE.match(lines[i + 1]):
+        if i + 1 < len(lines) and _is_rule(lines[i + 1]):
             spans = [(m.start(), m.end()) for m in re.finditer(r"-+", lines[i + 1])]
             body = lines[i + 2 :]
         else:

@@ -17,6 +17,10 @@ from typing import Final
 
 import numpy as np
 
+from pipeline.config import PipelineConfig
+from pipeline.errors import LimitExceeded
+from pipeline.parse.textio import BoundedLines
+
 PDH: Final = "(PDH-CSV 4.0)"
 MAX_PREAMBLE_LINES: Final = 50
 # (object, counter) -> series name; instance kept per column.
@@ -42,6 +46,9 @@ class EsxtopCapture:
     host: dict[str, np.ndarray] = field(default_factory=dict)  # cpu_util, ready_max -> (n_rows,)
     columns: int = 0
     rows_skipped: int = 0
+    truncated: bool = False  # rows past max_source_bytes or the values budget left out
+    long_lines: int = 0
+    values: int = 0  # kept, against max_perf_values
 
 
 def sniff(head: bytes) -> bool:
@@ -103,9 +110,16 @@ def _float(s: str) -> float:
     return v if math.isfinite(v) else math.nan
 
 
-def parse_esxtop(stream: io.BufferedIOBase, where: str) -> EsxtopCapture | None:
-    text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")  # type: ignore[type-var]
-    reader = csv.reader(text)
+def parse_esxtop(
+    stream: io.BufferedIOBase, where: str, config: PipelineConfig | None = None, max_values: int | None = None
+) -> EsxtopCapture | None:
+    """Rows past max_source_bytes, or past `max_values` kept values, are left out (`truncated`); a
+    header wider than max_esxtop_columns is refused (LimitExceeded) before any row is read."""
+    cfg = config or PipelineConfig()
+    # A header field is under 128 bytes (`\\host\Physical Disk SCSI Device(naa.…)\Average …`):
+    # a longer line cannot be within the column budget and is skipped unread.
+    lines = BoundedLines(stream, max(cfg.max_line_bytes, 128 * cfg.max_esxtop_columns), cfg.max_source_bytes)
+    reader = csv.reader(ln.decode("utf-8", "replace") for ln in lines)
     header: list[str] | None = None
     for i, row in enumerate(reader):
         if row and row[0].lstrip("\ufeff").strip().startswith(PDH):
@@ -113,12 +127,19 @@ def parse_esxtop(stream: io.BufferedIOBase, where: str) -> EsxtopCapture | None:
             break
         if i >= MAX_PREAMBLE_LINES:
             return None
+    if header is None and lines.long_lines:
+        raise LimitExceeded("max_esxtop_columns", where, f"a line of more than {lines.max_line} bytes")
     if header is None:
         return None
-    return _body(header, reader)
+    if len(header) > cfg.max_esxtop_columns:
+        raise LimitExceeded("max_esxtop_columns", where, f"{len(header)} columns")
+    cap = _body(header, reader, cfg.max_perf_values if max_values is None else max_values)
+    cap.truncated = cap.truncated or lines.truncated
+    cap.long_lines = lines.long_lines
+    return cap
 
 
-def _body(header: list[str], rows: Iterable[list[str]]) -> EsxtopCapture:
+def _body(header: list[str], rows: Iterable[list[str]], max_values: int) -> EsxtopCapture:
     sel: list[int] = []
     where_to: list[tuple[str, str, str]] = []  # (scope, key, series) per selected column
     ready: list[int] = []
@@ -160,9 +181,14 @@ def _body(header: list[str], rows: Iterable[list[str]]) -> EsxtopCapture:
     rmax = array("d")
     umean = array("d")
     skipped = 0
+    per_row = len(sel) + 2
+    truncated = False
     for row in rows:
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
+        if (len(times) + 1) * per_row > max_values:
+            truncated = True
+            break
         # a trailing comma gives one empty field more (or less, after a re-save)
         if len(row) != width and not (abs(len(row) - width) == 1 and (not row[-1] or not header[-1])):
             skipped += 1
@@ -184,7 +210,12 @@ def _body(header: list[str], rows: Iterable[list[str]]) -> EsxtopCapture:
             umean.append(sum(uv) / len(uv) if uv else math.nan)
     nrow = len(times)
     cap = EsxtopCapture(
-        host_label, np.frombuffer(times, dtype=np.int64).copy(), columns=width - 1, rows_skipped=skipped
+        host_label,
+        np.frombuffer(times, dtype=np.int64).copy(),
+        columns=width - 1,
+        rows_skipped=skipped,
+        truncated=truncated,
+        values=nrow * per_row,
     )
     ready_arr = np.frombuffer(rmax, dtype=np.float64).copy() if ready else None
     # Rate counters read 0 in a capture's first sample (nothing to diff against): missing, not 0.

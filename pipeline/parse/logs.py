@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import calendar
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
@@ -15,13 +16,22 @@ _SCSI: Final = re.compile(
 )
 _DETER: Final = re.compile(r"Device (\S+) performance has (deteriorated|improved)")
 _LSOM: Final = re.compile(r"LSOM (\w+) Congestion State: (\w+)")
-_LINK: Final = re.compile(r"\b(vmnic\d+)\b.*\bLink (Down|Up)\b", re.IGNORECASE)
+# "vmnicN … Link Down|Up" is found in two linear searches (the last Link word, then the first vmnic
+# ending before it): the one-pattern form `vmnic\d+\b.*\bLink` rescanned the line from every vmnic.
+_LINK_WORD: Final = re.compile(r"\bLink (Down|Up)\b", re.IGNORECASE)
+_LINK_NIC: Final = re.compile(r"\b(vmnic\d+)\b", re.IGNORECASE)
 _PERM: Final = re.compile(r"device ([0-9a-fA-F-]{32,36}) is under permanent error")
 _VOB: Final = re.compile(r"\]\s*\d+us: \[([A-Za-z0-9_.]+)\]\s*(.*)")
 _UUID: Final = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
-_DEV: Final = re.compile(r"\b((?:naa|eui|t10|mpx)\.[A-Za-z0-9_.:-]+?)(?=[\s\"',)\]]|$)")
+# A device name: a prefix, then a run of name characters that must end at a delimiter. The run is
+# matched once from the first prefix in it (possessive), never again from each prefix inside it.
+_DEV_START: Final = re.compile(r"\b(?:naa|eui|t10|mpx)\.")
+_DEV_RUN: Final = re.compile(r"[A-Za-z0-9_.:-]++")
+_DEV_END: Final = frozenset(" \t\n\r\f\v\"',)]")
 _VMNIC: Final = re.compile(r"\b(vmnic\d+)\b")
 _KEYS: Final = (b"ScsiDeviceIO", b"LSOM", b"Link ", b"permanent error", b"performance has")
+MEMO_LINES: Final = 8192
+MEMO_LINE_BYTES: Final = 512  # the memo holds at most 4 MiB of line text
 
 # Sense keys: 0x3 medium error and 0x4 hardware error mean a failing device; 0x5 illegal request and
 # 0x6 unit attention are routine (unsupported VPD page, reservation reset) and benign.
@@ -60,12 +70,41 @@ class LogFile:
     untimed: int = 0
     first: float | None = None
     last: float | None = None
+    dropped: int = 0  # events seen but not kept (EventBudget)
+
+
+class EventBudget:
+    """Events kept for one bundle: at most `per_key` per component and kind (the device, vmnic or
+    UUID an event names, within one host folder) and `total` in all; the rest are only counted."""
+
+    def __init__(self, per_key: int = 20_000, total: int = 500_000) -> None:
+        self.per_key = per_key
+        self.total = total
+        self.kept = 0
+        self._counts: dict[tuple[str, str, str | None, str | None, str | None], int] = {}
+
+    def admit(self, scope: str, ev: LogEvent) -> bool:
+        if self.kept >= self.total:
+            return False
+        key = (scope, ev.kind, ev.device, ev.vmnic, ev.uuid)
+        n = self._counts.get(key, 0)
+        if n >= self.per_key:
+            return False
+        self._counts[key] = n + 1
+        self.kept += 1
+        return True
 
 
 _EPOCH_CACHE: dict[bytes, int] = {}
 
 
 def parse_ts(line: bytes) -> float | None:
+    got = _timestamp(line)
+    return None if got is None else got[0]
+
+
+def _timestamp(line: bytes) -> tuple[float, int] | None:
+    """(epoch seconds, end of the timestamp in the line)."""
     m = _TS.match(line)
     if m is None:
         return None
@@ -81,7 +120,7 @@ def parse_ts(line: bytes) -> float | None:
         if len(_EPOCH_CACHE) < 4096:
             _EPOCH_CACHE[key] = base
     frac = float(b"0." + m[7]) if m[7] else 0.0
-    return base + int(m[5]) * 60 + int(m[6]) + frac
+    return base + int(m[5]) * 60 + int(m[6]) + frac, m.end()
 
 
 def sniff(head: bytes) -> bool:
@@ -132,10 +171,30 @@ def event_of(t: float, text: str) -> LogEvent | None:
         if m4:
             return LogEvent(t, "perm_error", uuid=m4[1])
     if "Link " in text:
-        m5 = _LINK.search(text)
-        if m5:
-            return LogEvent(t, "link_down" if m5[2].lower() == "down" else "link_up", vmnic=m5[1])
+        last = None
+        for last in _LINK_WORD.finditer(text):  # noqa: B007  # the last one: the old greedy `.*` took it
+            pass
+        nic = _LINK_NIC.search(text) if last else None
+        if last and nic and nic.end() <= last.start():
+            return LogEvent(t, "link_down" if last[1].lower() == "down" else "link_up", vmnic=nic[1])
     return None
+
+
+def device_in(text: str) -> str | None:
+    """The first `naa.…`/`eui.…`/`t10.…`/`mpx.…` name that ends at a delimiter or the end of text."""
+    pos = 0
+    while m := _DEV_START.search(text, pos):
+        run = _DEV_RUN.match(text, m.start())
+        end = run.end() if run else m.end()
+        if end == len(text) or text[end] in _DEV_END:
+            return text[m.start() : end]
+        pos = end  # every prefix inside this run ends at the same place: none can match
+    return None
+
+
+def _candidate(raw: bytes) -> bool:
+    k = _KEYS
+    return k[0] in raw or k[1] in raw or k[2] in raw or k[3] in raw or k[4] in raw
 
 
 def vob_event(t: float, text: str) -> LogEvent | None:
@@ -143,40 +202,58 @@ def vob_event(t: float, text: str) -> LogEvent | None:
     if m is None:
         return None
     rest = m[2]
-    dev = _DEV.search(rest)
+    dev = device_in(rest)
     nic = _VMNIC.search(rest)
     u = _UUID.search(rest)
     return LogEvent(
         t,
         "vob",
-        device=dev[1].split(":", 1)[0] if dev else None,
+        device=dev.split(":", 1)[0] if dev else None,
         vmnic=nic[1] if nic else None,
         uuid=u[0] if u else None,
         detail=m[1],
     )
 
 
-def parse_log(lines: Iterator[bytes], source: str) -> LogFile:
+def parse_log(lines: Iterable[bytes], source: str, budget: EventBudget | None = None, scope: str = "") -> LogFile:
+    """Lines must already be bounded in length (textio.BoundedLines): every regex here is linear, but
+    a line's cost is still its length."""
     out = LogFile(source)
+    budget = budget or EventBudget()
     vobd = source == "vobd"
+    # What a line means does not depend on its timestamp (always ending in "Z"): repeated messages
+    # (a flapping link, a failing device: the lines an attack repeats too) are matched once.
+    memo: dict[bytes, LogEvent | None] = {}
     for raw in lines:
-        if not raw.strip():
+        if not raw or raw.isspace():
             continue
         out.lines += 1
-        t = parse_ts(raw)
-        if t is None:
+        got = _timestamp(raw)
+        if got is None:
             out.untimed += 1
             continue
+        t, body_at = got
         if out.first is None or t < out.first:
             out.first = t
         if out.last is None or t > out.last:
             out.last = t
-        if vobd or b"us: [" in raw:
-            ev = vob_event(t, raw.decode("utf-8", "replace"))
-        elif any(k in raw for k in _KEYS):
-            ev = event_of(t, raw.decode("utf-8", "replace"))
-        else:
+        vob = vobd or b"us: [" in raw
+        if not vob and not _candidate(raw):
             continue
-        if ev is not None:
-            out.events.append(ev)
+        body = raw[body_at:]
+        if body in memo:
+            hit = memo[body]
+        else:
+            text = raw.decode("utf-8", "replace")
+            hit = vob_event(0.0, text) if vob else event_of(0.0, text)
+            if hit is not None:  # names repeat across events: one copy each
+                hit = LogEvent(0.0, hit.kind, *(None if v is None else sys.intern(v) for v in hit[2:]))
+            if len(memo) < MEMO_LINES and len(body) <= MEMO_LINE_BYTES:
+                memo[body] = hit
+        if hit is None:
+            continue
+        if budget.admit(scope, hit):
+            out.events.append(LogEvent(t, *hit[1:]))
+        else:
+            out.dropped += 1
     return out

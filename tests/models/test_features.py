@@ -11,7 +11,6 @@ from models import features as features_module
 from models.features import (
     STATS,
     UPLINK_CHECKS,
-    QuantileBinner,
     _minus_group_median,
     _uplink_checks,
     bundle_features,
@@ -111,17 +110,6 @@ def test_uplink_checks_flag_a_slow_or_half_duplex_vsan_uplink() -> None:
     assert got.shape == (5, len(UPLINK_CHECKS))
     np.testing.assert_allclose(got[:, 0], [0.0, 0.0, 0.95 * np.log2(10), 0.0, 0.0], rtol=1e-5)
     np.testing.assert_allclose(got[:, 1], [0.0, 0.0, 0.0, 1.0, 0.0])
-
-
-def test_quantile_binner_is_non_negative_one_hot() -> None:
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(200, 5)).astype(np.float32)
-    b = QuantileBinner(4).fit(X)
-    out = b.transform(X)
-    assert out.shape == (200, 20)
-    assert (out >= 0).all()
-    np.testing.assert_array_equal(out.reshape(200, 5, 4).sum(-1), 1)
-    np.testing.assert_allclose(out.reshape(200, 5, 4).mean(0), 0.25, atol=0.02)
 
 
 @settings(max_examples=40, deadline=None)

@@ -65,3 +65,24 @@ def test_register_rejects_unknown_hyperparameters_and_duplicates() -> None:
         class BadSpace(Diagnoser):
             def __init__(self, x: float = 0.0) -> None:
                 self.x = x
+
+
+def test_builtin_family_map_matches_registration() -> None:
+    from models.registry import BUILTIN_FAMILIES, BUILTIN_MODULES, model_entry
+
+    names = list_models()
+    assert set(names) == set(BUILTIN_FAMILIES) and set(BUILTIN_FAMILIES.values()) <= set(BUILTIN_MODULES)
+    for name in names:
+        assert model_entry(name).cls.__module__ == BUILTIN_FAMILIES[name], name
+
+
+def test_loading_a_cnn_imports_neither_sklearn_nor_sktime() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; from models.registry import create_model; create_model('cnn_small'); create_model('ensemble');"
+        "print(sorted(m for m in ('sklearn', 'sktime', 'scipy', 'pandas') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stdout

@@ -231,3 +231,19 @@ def test_cli_parse(bundle_tgz: Path, tmp_path: Path) -> None:
 def test_result_type() -> None:
     assert BundleTensors.__dataclass_fields__["schema_version"]
     assert write_dir  # re-exported for other tests
+
+
+def test_a_folder_of_several_clusters_is_refused(tmp_path: Path) -> None:
+    """Two escalations' bundles dropped in one folder are two clusters, not one of all their hosts."""
+    from pipeline import SeveralClusters
+
+    (tmp_path / "uploads").mkdir()
+    for seed in (1, 2):
+        files, _ = build_bundle(n_hosts=2, seed=seed)
+        write_tgz(files, tmp_path / "uploads" / f"case-{seed}.tgz")
+    with pytest.raises(SeveralClusters, match="holds 2 separate clusters"):
+        load_bundle(tmp_path / "uploads")
+    got = subprocess.run([sys.executable, "-m", "vsandx.cli", "parse", str(tmp_path / "uploads")],
+                         capture_output=True, text=True)  # fmt: skip
+    assert got.returncode == 1 and "separate clusters" in got.stderr and "uploads" in got.stderr
+    assert load_bundle(tmp_path / "uploads" / "case-1.tgz").hosts  # each one alone reads

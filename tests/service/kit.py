@@ -84,7 +84,7 @@ from pathlib import Path
 marker = os.environ.get("VSANDX_TEST_STALL")
 if marker:
     from service.predictor import Predictor
-    original = Predictor.diagnose
+    original = Predictor.diagnose_parsed  # what service.jobs.execute calls
     def stalling(self, *a, **k):
         try:
             fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -92,7 +92,7 @@ if marker:
             return original(self, *a, **k)
         os.write(fd, str(os.getpid()).encode()); os.close(fd)
         time.sleep(120)
-    Predictor.diagnose = stalling
+    Predictor.diagnose_parsed = stalling
 from vsandx.cli import main
 sys.exit(main(["worker", *sys.argv[1:]]))
 """

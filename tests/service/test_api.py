@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import UploadLimit, create_app
+from service.app import create_app
+from service.limits import BodyLimit
 from tests.service.kit import bundles, model_dir, service_settings, until
 from vsandx.faults import LABELS
 
@@ -124,8 +125,17 @@ def test_oversized_upload_is_refused_before_the_body_is_read() -> None:
         sent.append(message)
 
     scope = {"type": "http", "method": "POST", "path": "/api/v1/diagnoses", "headers": [(b"content-length", b"1001")]}
-    asyncio.run(UploadLimit(app, 1000)(scope, receive, send))
+    asyncio.run(BodyLimit(app, 1000)(scope, receive, send))
     assert sent[0]["status"] == 413
+
+
+def test_paging_bounds_answer_422(client: TestClient) -> None:
+    for url in (f"/api/v1/diagnoses?offset={2**63}", f"/api/v1/diagnoses?offset={2**31}", "/api/v1/diagnoses?offset=-1",
+                "/api/v1/diagnoses?limit=0", "/api/v1/diagnoses?limit=501", f"/api/v1/model/retrains?offset={2**63}",
+                f"/api/v1/model/retrains/{2**63}"):  # fmt: skip
+        assert client.get(url).status_code == 422, url  # 2**63 was a 500: too large for SQLite
+    assert client.get(f"/api/v1/diagnoses?offset={2**31 - 1}").json()["items"] == []
+    assert client.get(f"/api/v1/model/retrains/{2**31 - 1}").status_code == 404
 
 
 def test_api_keys_guard_writes_only(tmp_path: Path, model_dir: Path, bundles: list[Path]) -> None:

@@ -1,5 +1,6 @@
 """Charts behind the findings: which channels, peers of the same role, the onset estimate (against the
-simulator's ground truth), SVG that stands alone and escapes what bundles carry, PNG, the parse cache."""
+simulator's ground truth), SVG that stands alone and escapes what bundles carry, PNG that draws every
+name as plain text."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import calendar
 import io
 import time
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +16,6 @@ from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
 from pipeline.api import load_bundle
 from pipeline.tensors import BundleTensors
-from service import charts
 from service.chart_render import chart_png, chart_svgs, nice_ticks, time_ticks
 from service.charts import SPECS, Chart, Panel, chart_for, charts_for, peers_of
 from service.onset import Onset, estimate_onset
@@ -160,6 +159,32 @@ def test_png_for_reports() -> None:
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
 
 
+@pytest.mark.parametrize("name", ["esx$a^{$", "$\\frac{1}{0}$ \\$x$", "$$", "a_$b$_\\", "{" * 50 + "$"])
+def test_png_draws_mathtext_and_tex_in_names_as_text(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device named like mathtext (`$a^{$` made matplotlib raise: the PNG answered 500) is drawn as its
+    characters, whatever TeX setting the deployment's matplotlibrc has."""
+    import matplotlib
+    from matplotlib.text import Text
+
+    monkeypatch.setitem(matplotlib.rcParams, "text.usetex", True)  # no LaTeX may ever run
+    drawn: list[str] = []
+    original = Text.draw
+
+    def record(self: Text, renderer: object) -> None:
+        if self.get_visible() and self.get_text():
+            assert not self.get_usetex() and self._preprocess_math(self.get_text()) == (self.get_text(), False)
+            drawn.append(self.get_text())
+        original(self, renderer)
+
+    monkeypatch.setattr(Text, "draw", record)
+    chart = _hostile_chart()
+    chart.panels[1].subject_label = chart.panels[1].peer_label = chart.panels[0].subject_label = name
+    chart.component = f"disk:{name}"
+    png = chart_png(chart)
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert name in drawn and any(name in t for t in drawn if t.startswith("disk.latency on disk:"))
+
+
 def test_axis_ticks() -> None:
     assert nice_ticks(0, 97) == [0, 20, 40, 60, 80, 100]
     flat = nice_ticks(0, 0)
@@ -167,20 +192,3 @@ def test_axis_ticks() -> None:
     ticks = time_ticks(1_700_000_000, 7200)
     assert 4 <= len(ticks) <= 8 and all(t % 600 == 0 for t in ticks)
     assert ticks[0] >= 1_700_000_000 and ticks[-1] <= 1_700_007_200
-
-
-def test_parsed_bundles_are_cached_by_sha(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[Path] = []
-
-    def fake_load(path: Path) -> object:
-        calls.append(path)
-        return object()
-
-    monkeypatch.setattr(charts, "load_bundle", fake_load)
-    monkeypatch.setattr(charts, "_CACHE", type(charts._CACHE)())
-    first = charts.cached_bundle("a" * 64, tmp_path / "a")
-    assert charts.cached_bundle("a" * 64, tmp_path / "a") is first and len(calls) == 1
-    for k in range(charts.CACHE_SIZE):
-        charts.cached_bundle(f"{k:064d}", tmp_path / str(k))
-    assert charts.cached_bundle("a" * 64, tmp_path / "a") is not first  # evicted, least recently used
-    assert len(calls) == charts.CACHE_SIZE + 2

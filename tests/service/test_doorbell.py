@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import queue
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from service.doorbell import Doorbell
+from service.doorbell import Doorbell, process_alive
+from tests.service.kit import until
 
 
 def test_ring_reaches_every_process_of_a_role(tmp_path: Path) -> None:
@@ -30,3 +33,11 @@ def test_ring_reaches_every_process_of_a_role(tmp_path: Path) -> None:
         for bell in (api, w1, w2):
             bell.close()
     assert not list(tmp_path.iterdir())
+
+
+def test_a_zombie_is_not_alive() -> None:
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert process_alive(p.pid)
+    os.kill(p.pid, signal.SIGKILL)
+    until(lambda: not process_alive(p.pid), timeout=10)  # exited but not reaped: a zombie, still "killable"
+    p.wait()

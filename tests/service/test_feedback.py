@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from service import feedback, retraining, store
+from service import csrf, feedback, retraining, store
 from service.app import create_app
 from service.db import Database
 from service.schemas import FeedbackIn
@@ -231,7 +231,10 @@ def test_pages_feedback_form_and_decisions(tmp_path: Path, model_dir: Path, bund
         assert 'id="feedback-form"' in page and 'name="api_key"' in page and 'name="missed_fault"' in page
         nic, disk = _first(doc, "nic"), _first(doc, "disk", "none")
         pick = next(f for f in ("none", *faults_for_kind("nic")) if f != nic["verdict"])
-        form = {"author": "carol", "api_key": "k1", f"label:{nic['id']}": pick, f"label:{disk['id']}": "",
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+        assert token is not None and c.cookies.get(csrf.COOKIE) == token.group(1)
+        form = {"csrf_token": token.group(1), "author": "carol", "api_key": "k1", f"label:{nic['id']}": pick,
+                f"label:{disk['id']}": "",
                 "missed_component": disk["id"], "missed_fault": "disk.latency", "comment": "<b>sure</b>"}  # fmt: skip
         r = c.post(f"/diagnoses/{res['id']}/feedback", data=form, follow_redirects=False)
         assert r.status_code == 303 and r.headers["location"].startswith(f"/diagnoses/{res['id']}?feedback=")
@@ -257,5 +260,5 @@ def test_pages_feedback_form_and_decisions(tmp_path: Path, model_dir: Path, bund
         assert row is not None and "champion kept" in row.group(0) and "0.250 / 0.500" in row.group(0)
         assert "worse on the field test set" in row.group(0) and "abc123" in row.group(0)
         assert 'id="retrain-form"' in page
-        r = c.post("/model/retrains", data={"api_key": "no"})
+        r = c.post("/model/retrains", data={"api_key": "no", "csrf_token": token.group(1)})
         assert r.status_code == 401 and 'id="retrain-error"' in r.text

@@ -200,3 +200,23 @@ def test_unicode_line_breaks_stay_inside_the_subject() -> None:
         head = raw.split(b"\n\n", 1)[0].decode()
         names = {line.split(":", 1)[0].lower() for line in head.splitlines() if line and not line[0].isspace()}
         assert not names & {"bcc", "x-evil", "x-id"}, head
+
+
+def test_hostile_names_in_the_document_stay_text() -> None:
+    """A bundle's component names reach the subject (headline), the text and the HTML part: no header,
+    no markup, no mathtext-style failure."""
+    to = [parse_address("a@x.org")]
+    nasty = "disk:esx$a^{$\r\nBcc: e@x.org\u2028X-Evil: 1 <script>alert(1)</script> =?utf-8?q?Hi?="
+    finding = {"component": nasty, "fault": "disk.latency", "confidence": 0.9, "summary": nasty,
+               "recommendation": nasty, "evidence": [nasty]}  # fmt: skip
+    doc: dict[str, Any] = {"findings": [finding], "components": [], "bundle": {"hosts": [nasty]}}
+    msg = build_report(doc, diagnosis_id="d1", sender=to[0], to=to, url="https://v.x/diagnoses/d1")
+    raw = msg.as_bytes()
+    head = raw.split(b"\n\n", 1)[0].decode()
+    names = {line.split(":", 1)[0].lower() for line in head.splitlines() if line and not line[0].isspace()}
+    assert not names & {"bcc", "x-evil"}, head
+    assert "\n" not in str(msg["Subject"]) and "esx$a^{$" in str(msg["Subject"])
+    text, html_part = msg.get_body(("plain",)), msg.get_body(("html",))
+    assert text is not None and html_part is not None
+    assert "esx$a^{$" in text.get_content() and "\r" not in text.get_content()
+    assert "<script>" not in html_part.get_content() and "&lt;script&gt;" in html_part.get_content()

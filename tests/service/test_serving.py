@@ -5,13 +5,16 @@ model keeps serving."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
+import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
-from service.serving import ModelHolder
+from service.serving import ModelHolder, ModelUnavailable
 from tests.service.kit import bundles, model_dir, service_settings
 from training.tracking import ModelRef, Tracker
 
@@ -75,3 +78,51 @@ def test_refused_champion_with_nothing_to_fall_back_on(tmp_path: Path, model_dir
     assert not holder.refresh()
     info = holder.current_model_info()
     assert not info["ready"] and "another pipeline schema" in info["error"]
+
+
+def test_waiting_without_a_model_is_quiet_and_backs_off(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import service.serving as serving
+
+    clock = [1000.0]
+    monkeypatch.setattr(serving, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    asked: list[int] = []
+    real_fetch = serving.fetch_model
+    monkeypatch.setattr(serving, "fetch_model", lambda *a, **k: (asked.append(1), real_fetch(*a, **k))[1])
+    data = tmp_path / "var"
+    holder = ModelHolder(service_settings(data, None))
+    caplog.set_level(logging.INFO, logger="service.serving")
+    delays = []
+    for _ in range(8):  # a worker polling through eight back-offs
+        for _ in range(50):  # polls within one back-off: only the first asks the registry
+            with pytest.raises(ModelUnavailable, match="vsandx train"):
+                holder.get()
+        delays.append(holder.retry_in())
+        clock[0] += holder.retry_in()  # the worker waits it out (stop.wait(holder.retry_in()))
+    assert len(asked) == 8  # the registry is asked once per back-off, not once per poll
+    assert delays == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 30.0]  # exponential, capped at 30 s
+    errors = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(errors) == 1 and "model not served" in errors[0].getMessage()  # once per change of state
+    with pytest.raises(ModelUnavailable):
+        holder.get()  # the ninth attempt, after the last back-off
+    info = holder.current_model_info()
+    assert not info["ready"] and "vsandx train" in info["error"] and info["retry_in_s"] == 30.0
+    # a model appears: picked up at the next attempt, the back-off resets, one line says so
+    Tracker(data).promote(_register(Tracker(data), model_dir, "a"))
+    clock[0] += holder.retry_in()
+    assert holder.get().version == "1" and holder.retry_in() == 0
+    assert sum("serving model" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_ready_says_why(tmp_path: Path) -> None:
+    with TestClient(create_app(service_settings(tmp_path / "var", None))) as c:
+        r = c.get("/ready")
+    assert r.status_code == 503 and r.json()["reason"].startswith("no model to serve: no model registered")
+
+
+def test_ready_counts_live_workers(tmp_path: Path, model_dir: Path) -> None:
+    settings = service_settings(tmp_path / "var", model_dir, embedded_workers=0, worker_processes=0)
+    with TestClient(create_app(settings)) as c:
+        r = c.get("/ready")
+    assert r.status_code == 503 and r.json()["model"]["ready"] and "no live worker" in r.json()["reason"]

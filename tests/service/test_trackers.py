@@ -362,6 +362,52 @@ def test_webhook_answers() -> None:
     assert queued.job is not None and queued.job["headers"] == {"X-GitHub-Event": "issues", "X-GitHub-Delivery": "g-9"}
 
 
+def test_github_replay_under_a_new_delivery_id_is_a_replay(tmp_path: Path) -> None:
+    """X-GitHub-Delivery is not signed: the same signed body sent again under new ids (3 times) queues
+    nothing more; GitHub's own redelivery (same id, same body) is a replay as before; a new event is not."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.orm import sessionmaker
+
+    from service.ledgers import SqlDeliveryLedger
+    from service.tables import Base, WebhookDelivery
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'l.db'}")
+    Base.metadata.create_all(engine)
+    table = Base.metadata.tables[WebhookDelivery.__tablename__]
+    for ledger in (MemoryLedger(), SqlDeliveryLedger(sessionmaker(engine), table)):
+        s, body = tsettings(), gh_body()
+        first = webhooks.accept("github", body, gh_headers(body, delivery="d-1"), s, ledger)
+        assert first.job is not None and len(first.claimed) == 2
+        for delivery in ("d-1", "d-2", "d-3", "d-4"):
+            again = webhooks.accept("github", body, gh_headers(body, delivery=delivery), s, ledger)
+            assert (again.payload["status"], again.job, again.claimed) == ("replay", None, ())
+        for key in first.claimed:  # queuing failed: the route forgets every key, the tracker's retry is admitted
+            ledger.forget(key)
+        retry = webhooks.accept("github", body, gh_headers(body, delivery="d-1"), s, ledger)
+        assert retry.payload["status"] == "queued"
+        edited = gh_body(action="edited", title="Slow again")
+        later = webhooks.accept("github", edited, gh_headers(edited, delivery="d-5"), s, ledger)
+        assert later.payload["status"] == "queued" and later.job is not None
+
+
+def test_github_comment_is_markdown_proof() -> None:
+    """GitHub renders comments as Markdown: names from the bundle or the issue stay text in a code block
+    (no link, image, mention or HTML), and the service's own links follow it."""
+    from service.tracker_flow import Report, comment_text
+
+    nasty = "disk:![x](https://evil.example/p.png)<img src=x>@octo/team #1 [a](javascript:x) ```` end"
+    finding = {"component": nasty, "fault": "disk.latency", "confidence": 0.9, "summary": "`x`",
+               "recommendation": "r", "evidence": [nasty]}  # fmt: skip
+    doc = {"bundle": {"hosts": ["h"]}, "components": [], "findings": [finding]}
+    text = comment_text([Report("```\n@everyone.tgz", "j1", doc)], [f"{nasty}: refused"], "https://v.x", True)
+    fence = "`" * 5  # longer than the longest backtick run inside
+    assert text.startswith(fence + "text\n") and text.count(fence) == 2
+    inside, after = text.split(fence + "\n", 2)[0], text.split(fence + "\n")[-1]
+    assert nasty in inside and "evil" not in after and after.strip().endswith("https://v.x/diagnoses/j1")
+    plain = comment_text([Report("a.tgz", "j1", doc)], [], "https://v.x")  # Bugzilla: plain text, as before
+    assert "```" not in plain.split(nasty)[0]
+
+
 def test_comment_text_fits_a_tracker() -> None:
     from service.tracker_flow import MAX_COMMENT, Report, comment_text
 

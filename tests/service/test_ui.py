@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from service import pages, store
+from service import chart_store, pages, store
 from service.app import create_app
+from service.tables import Diagnosis, Job
 from tests.service.kit import bundles, model_dir, service_settings
 from training.report import CurvePoint, ModelScore, Results, write_report
 from vsandx.faults import FAULT_IDS, FAULTS
@@ -81,6 +82,99 @@ def test_detail_shows_verdicts_findings_and_charts(client: TestClient, bundles: 
         got = client.get(png.group(1))
         assert got.status_code == 200 and got.content[:4] == b"\x89PNG"
     assert client.get(f"/diagnoses/{res['id']}/charts/99.png").status_code == 404
+
+
+def test_pages_never_parse_a_bundle(client: TestClient, bundles: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The charts were drawn by the worker when the diagnosis was made: a page view reads them, it
+    neither parses the stored bundle nor runs matplotlib (a bomb's page cost the API 4.4 GB and 143 s)."""
+    res = _upload(client, bundles[0])
+    assert res["status"] == "done" and res["diagnosis"]["findings"]
+
+    def refuse(*a: object, **k: object) -> None:
+        raise AssertionError("the API process parsed a bundle or drew a chart")
+
+    import pipeline.api
+    import service.predictor
+
+    for target in (pipeline.api, service.predictor):
+        monkeypatch.setattr(target, "load_bundle", refuse)
+    for name in ("chart_png", "chart_svgs", "charts_for"):
+        monkeypatch.setattr(chart_store, name, refuse)
+    page = client.get(f"/diagnoses/{res['id']}").text
+    assert page.count('<svg class="chart"') >= 2 and "No charts were stored" not in page
+    png = client.get(f"/diagnoses/{res['id']}/charts/0.png")
+    assert png.status_code == 200 and png.content[:4] == b"\x89PNG"
+    key = chart_store.key_of(res["diagnosis"])
+    assert key is not None and (chart_store.folder_of(client.app.state.settings, key) / "0.png").is_file()  # type: ignore[attr-defined]
+
+
+def test_a_diagnosis_without_stored_charts_says_so(client: TestClient, bundles: list[Path]) -> None:
+    res = _upload(client, bundles[0])
+    key = chart_store.key_of(res["diagnosis"])
+    assert key is not None
+    import shutil
+
+    shutil.rmtree(chart_store.folder_of(client.app.state.settings, key))  # type: ignore[attr-defined]
+    page = client.get(f"/diagnoses/{res['id']}")
+    assert page.status_code == 200 and "No charts were stored with this diagnosis" in page.text
+    assert '<svg class="chart"' not in page.text
+    assert client.get(f"/diagnoses/{res['id']}/charts/0.png").status_code == 404
+
+
+HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "esx$a^{$", "{{ 7 * 7 }}"]
+
+
+def test_hostile_names_in_a_diagnosis_are_text(client: TestClient, bundles: list[Path]) -> None:
+    """Component ids and finding texts come from the bundle: HTML-escaped everywhere on the page."""
+    res = _upload(client, bundles[0])
+    with client.app.state.database.session() as db:  # type: ignore[attr-defined]
+        job = db.get(Job, res["id"])
+        assert job is not None and job.diagnosis_id is not None
+        row = db.get(Diagnosis, job.diagnosis_id)
+        assert row is not None
+        doc = dict(row.document)
+        doc["components"] = [{**c, "id": f"{c['kind']}:{HOSTILE[k % 4]}{k}"} for k, c in enumerate(doc["components"])]
+        doc["findings"] = [{**f, "component": f"disk:{HOSTILE[0]}", "summary": HOSTILE[1],
+                            "evidence": HOSTILE, "recommendation": HOSTILE[2]} for f in doc["findings"]]  # fmt: skip
+        row.document = doc
+        db.commit()
+    page = client.get(f"/diagnoses/{res['id']}")
+    assert page.status_code == 200
+    assert "<script>alert" not in page.text and "<img src=x" not in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text and "&lt;img src=x onerror=alert(1)&gt;" in page.text
+    assert "esx$a^{$" in page.text and "{{ 7 * 7 }}" in page.text
+
+
+def test_feedback_form_refuses_forged_posts(client: TestClient, bundles: list[Path]) -> None:
+    """A cross-origin form POST (the API is open by default) and one without the page's token: 403, and
+    nothing stored; the same form with the token from the page is stored."""
+    res = _upload(client, bundles[0])
+    page = client.get(f"/diagnoses/{res['id']}").text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert token is not None
+    form = {"author": "mallory", "comment": "forged"}
+    url = f"/diagnoses/{res['id']}/feedback"
+    evil = client.post(url, data=form | {"csrf_token": token.group(1)}, headers={"origin": "https://evil.example"})
+    assert evil.status_code == 403
+    assert client.post(url, data=form).status_code == 403  # no token (another site cannot read it)
+    client.cookies.clear()  # a token without its cookie (another site cannot set it)
+    assert client.post(url, data=form | {"csrf_token": token.group(1)}).status_code == 403
+    assert client.get(f"{res['status_url']}/feedback").json()["items"] == []
+    assert client.post("/model/retrains", data={"csrf_token": token.group(1)}).status_code == 403
+    page = client.get(f"/diagnoses/{res['id']}").text  # a new cookie and token
+    fresh = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert fresh is not None
+    ok = client.post(url, data=form | {"csrf_token": fresh.group(1)}, headers={"origin": "http://testserver"},
+                     follow_redirects=False)  # fmt: skip
+    assert ok.status_code == 303 and len(client.get(f"{res['status_url']}/feedback").json()["items"]) == 1
+
+
+def test_list_page_bounds(client: TestClient) -> None:
+    assert client.get(f"/diagnoses?page={2**62}").status_code == 422  # was 500: too large for SQLite
+    assert client.get(f"/diagnoses?page={pages.MAX_PAGE}").status_code == 200
+    assert client.get("/diagnoses?page=0").status_code == 422
+    assert client.get(f"/diagnoses/x/charts/{2**63}.png").status_code == 422
+    assert client.get(f"/diagnoses/x?feedback={2**63}").status_code == 422
 
 
 def test_list_filters_and_paging(client: TestClient, bundles: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:

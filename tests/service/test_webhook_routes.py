@@ -156,3 +156,12 @@ def test_queue_failure_is_503_and_the_delivery_stays_unclaimed(tmp_path: Path) -
         gh = gh_body()
         assert c.post(GH, content=gh, headers=gh_headers(gh, delivery="g-503")).status_code == 503
         assert admitted(c) == 0
+
+
+def test_github_body_replayed_under_new_delivery_ids_queues_one_job(client: TestClient) -> None:
+    """The signature covers the body, not X-GitHub-Delivery: a captured delivery sent again with new ids
+    (3 times) creates no second job, hence no second comment or email."""
+    gh = gh_body()
+    answers = [client.post(GH, content=gh, headers=gh_headers(gh, delivery=f"new-{k}")).json() for k in range(4)]
+    assert [a["status"] for a in answers] == ["queued", "replay", "replay", "replay"]
+    assert len(queued(client)) == 1

@@ -24,7 +24,7 @@ from service import evaluate, feedback, retraining, store
 from service.db import Database
 from service.schemas import FeedbackIn
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, combine, load_dataset
-from training.retrain import Scores, champion_configs, decide, retrain, split_feedback
+from training.retrain import Scores, champion_configs, decide, mcnemar_worse, retrain, split_feedback
 from training.run import TrainConfig
 from training.tracking import Tracker
 from vsandx.components import kind_of
@@ -77,14 +77,46 @@ def register_champion(settings: Settings, folder: Path, winners: list[dict[str, 
 
 def test_the_promotion_rule() -> None:
     champ, fb = Scores(0.50, 0.90, 8), Scores(0.5, 0.95, 4)
-    assert not decide(Scores(0.49, 0.99, 8), champ, Scores(1.0, 1.0, 4), fb).promote  # worse on field test
-    assert "worse on the field test set" in decide(Scores(0.49, 0.99, 8), champ, Scores(1.0, 1.0, 4), fb).reason
     assert not decide(Scores(0.6, 0.9, 8), champ, fb, fb).promote  # not better on feedback
     assert not decide(Scores(0.5, 0.9, 8), champ, Scores(0.5, 0.94, 4), fb).promote
     assert decide(Scores(0.5, 0.9, 8), champ, Scores(0.5, 0.96, 4), fb).promote  # same exact match, better accuracy
     assert decide(Scores(0.5, 0.8, 8), champ, Scores(0.75, 0.9, 4), fb).promote
     assert decide(Scores(0.5, 0.9, 8), champ, Scores(0, 0, 0), Scores(0, 0, 0)).promote  # no feedback: field decides
+    no_fb = decide(Scores(0.49, 0.99, 8), champ, Scores(0, 0, 0), Scores(0, 0, 0))
+    assert not no_fb.promote and "worse on the field test set" in no_fb.reason
     assert decide(Scores(0.0, 0.0, 8), None, Scores(0, 0, 4), None).promote  # nothing to replace
+
+
+def _field(right: int, order: list[bool] | None = None, n: int = 200) -> Scores:
+    hits = tuple(order) if order is not None else tuple(i < right for i in range(n))
+    return Scores(sum(hits) / n, 0.99, n, hits)
+
+
+def test_engineer_confirmed_evidence_wins_over_a_few_simulated_bundles() -> None:
+    """The measured case: better on 16 held-back feedback bundles (0.9375 vs 0.875) and 0.930 vs 0.965 on
+    the 200 simulated field bundles. Once the simulated set vetoed it; now it takes a significant loss."""
+    better_fb, champ_fb = Scores(0.9375, 0.99, 16), Scores(0.875, 0.98, 16)
+    champion = _field(193)  # 0.965
+    # the candidate gets 7 fewer right: 10 lost and 3 won on the same bundles (one-sided p = 0.046)
+    cand_hits = [i < 183 or 193 <= i < 196 for i in range(200)]  # 186 right = 0.930
+    candidate = _field(0, cand_hits)
+    assert candidate.exact_match == 0.93 and round(mcnemar_worse(candidate, champion), 3) == 0.046
+    d = decide(candidate, champion, better_fb, champ_fb)
+    assert d.promote and "not a significant loss" in d.reason and "16 engineer-confirmed bundles" in d.reason
+    # a real collapse on the simulated set still keeps the champion, and says why
+    collapsed = _field(150)
+    d = decide(collapsed, champion, better_fb, champ_fb)
+    assert not d.promote and "significantly worse" in d.reason and mcnemar_worse(collapsed, champion) < 0.001
+    # worse on the feedback set: kept, whatever the simulated set says
+    assert not decide(_field(200), champion, champ_fb, better_fb).promote
+
+
+def test_mcnemar_counts_only_the_bundles_they_disagree_on() -> None:
+    same = _field(150)
+    assert mcnemar_worse(same, same) == 1.0
+    one_lost = _field(0, [i < 149 for i in range(200)])
+    assert mcnemar_worse(one_lost, same) == 0.5  # 1 lost of 1 discordant: P(X >= 1 | n = 1) = 1/2
+    assert mcnemar_worse(Scores(0.5, 0.5, 8), same) == 1.0  # no per-bundle results: no evidence
 
 
 def test_feedback_split_is_stable(env: Env) -> None:
@@ -154,7 +186,8 @@ def test_a_bad_candidate_never_replaces_the_champion(env: Env, tmp_path: Path, m
     tracker = Tracker(env.root)
     original = training.retrain.retrain
     for n, (candidate, why) in enumerate(
-        [(env.faulty, "worse on the field test set"), (env.healthy, "not better on the feedback set")], start=2
+        # engineer-confirmed bundles come first: the faulty candidate falls there, before any field veto
+        [(env.faulty, "not better on the feedback set"), (env.healthy, "not better on the feedback set")], start=2
     ):
         monkeypatch.setattr(training.retrain, "retrain", partial(original, candidate=load_model(candidate)))
         with database.session() as db:

@@ -59,3 +59,45 @@ def test_simulate_dir_format(tmp_path: Path) -> None:
     (bundle,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert (bundle / "labels.json").exists()
     assert any(p.name.startswith("esx-") for p in bundle.iterdir())
+
+
+def test_version_and_every_option_has_help(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from vsandx.cli import build_parser
+
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("vsandx ")
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    for name, p in sub.choices.items():
+        for a in p._actions:
+            assert a.help, f"vsandx {name} {a.option_strings or a.dest}: no help text"
+        text = p.format_help()
+        for a in p._actions:  # a default worth knowing is shown
+            if a.default not in (None, False, argparse.SUPPRESS) and not a.required and a.help:
+                assert "(default:" in text, f"vsandx {name}: defaults not shown"
+
+
+def test_train_help_states_the_presets_as_they_are() -> None:
+    from training.run import TrainConfig
+    from vsandx.cli import TRAIN_PRESETS
+
+    for preset in ("smoke", "quick", "full"):
+        c = TrainConfig.preset(preset)
+        row = next(line.split() for line in TRAIN_PRESETS.splitlines() if line.strip().startswith(preset))
+        assert row[1:] == [str(v) for v in (c.lab, c.varied, c.val, c.test, c.samples)] + [
+            ",".join(c.families),
+            str(c.seed),
+        ]
+
+
+def test_diagnose_rejects_a_bad_path_before_any_model_loads(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("not a bundle\n" * 100)
+    for target, reason in ((tmp_path / "missing.tgz", "no such file"), (text, "not a directory, tar")):
+        # a model URI that would fail loudly if anything tried to resolve it
+        args = [sys.executable, "-m", "vsandx.cli", "diagnose", str(target), "--model", "models:/nothing@here"]
+        got = subprocess.run(args, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+        assert got.returncode == 1 and reason in got.stderr and str(target) in got.stderr, got.stderr
+        assert not (tmp_path / "var").exists()  # nothing resolved, nothing created (speed: bench_cli.py)

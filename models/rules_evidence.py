@@ -1,0 +1,239 @@
+"""What an engineer reads off a bundle, per component and in physical units: the inputs of models/rules.py.
+
+`bundle_evidence(bt)` gives, per component kind, named measures: each an (n_components,) float64 array
+in the unit its name says (ms, percent, MB/s, ...), NaN where the bundle cannot show it (a counter the
+site does not collect, a host whose folder is missing, esxtop not captured). Nothing here is learned.
+
+Levels are robust window statistics of the converted series (log-scaled channels are expm1'd back):
+`p90` is what the component sustains for at least a tenth of the window (a fault with a late onset
+still shows), `p50` its typical level. Peer-relative measures compare a component with the median of
+its siblings (the same kind in the bundle, the same disk group and tier): a fault is usually one
+component standing out, whatever the cluster's size, hardware or sampling interval.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Final
+
+import numpy as np
+
+from pipeline.channels import KIND_CHANNELS, KIND_STATIC, LOG_SCALED
+from pipeline.tensors import BundleTensors, KindTensors
+
+Evidence = dict[str, dict[str, np.ndarray]]  # kind -> measure name -> (n_components,) float64
+NAN: Final = float("nan")
+
+
+def series(kt: KindTensors, channel: str) -> np.ndarray:
+    """(n, T) float64 of one channel in its converted unit (log1p undone), NaN where not observed."""
+    j = KIND_CHANNELS[kt.kind].index(channel)
+    v = kt.values[:, j].astype(np.float64)
+    if LOG_SCALED[kt.kind][j]:
+        v = np.expm1(v)
+    return np.where(kt.mask[:, j], v, np.nan)
+
+
+def level(x: np.ndarray, q: float) -> np.ndarray:
+    """(n, T) -> (n,): the q-th percentile over observed steps; NaN for a row never observed."""
+    out = np.full(x.shape[0], np.nan)
+    ok = np.isfinite(x).any(axis=1)
+    if ok.any():
+        out[ok] = np.nanpercentile(x[ok], q, axis=1)
+    return out
+
+
+def lvl(kt: KindTensors, channel: str, q: float = 90.0) -> np.ndarray:
+    return level(series(kt, channel), q)
+
+
+def nanmax(*xs: np.ndarray) -> np.ndarray:
+    """Elementwise max ignoring NaN (NaN only where every input is NaN)."""
+    stack = np.stack(xs)
+    out = np.full(stack.shape[1:], np.nan)
+    ok = np.isfinite(stack).any(axis=0)
+    out[ok] = np.nanmax(stack[:, ok], axis=0)
+    return out
+
+
+def peer_median(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each row's median over the *other* rows of its group with a value (NaN: no such peer; group -1: none)."""
+    out = np.full(len(x), np.nan)
+    for g in np.unique(groups[groups >= 0]):
+        rows = np.flatnonzero(groups == g)
+        for r in rows:
+            others = x[rows[rows != r]]
+            others = others[np.isfinite(others)]
+            if len(others):
+                out[r] = np.median(others)
+    return out
+
+
+def static(kt: KindTensors, name: str) -> np.ndarray:
+    j = KIND_STATIC[kt.kind].index(name)
+    return np.where(kt.static_mask[:, j], kt.static[:, j].astype(np.float64), np.nan)
+
+
+def events(kt: KindTensors, *channels: str) -> np.ndarray:
+    """(n,) log events of these channels over the window (0 where the logs were not read)."""
+    total = np.zeros(len(kt.ids))
+    for c in channels:
+        total += np.nansum(np.nan_to_num(series(kt, c)), axis=1)
+    return total
+
+
+def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
+    kt, host = bt.kinds["nic"], bt.kinds["host"]
+    n = len(kt.ids)
+    share = static(kt, "traffic_share")
+    uplink = np.nan_to_num(share) >= 0.5  # carries most of its host's vSAN traffic (read from the data)
+    speed, duplex = static(kt, "speed_gbps"), static(kt, "duplex_full")
+    ref = uplink & np.isfinite(speed) & (speed > 0)
+    design = float(np.max(speed[ref])) if ref.any() else NAN  # the speed the vSAN network was built for
+    # loss rates (per-mille -> percent) beyond the cluster's usual level; port drops apart: a healthy
+    # uplink flat-topping at its line rate drops at the switch port too (an overrun, not a bad path)
+    loss = nanmax(lvl(kt, "pnic.rxPacketsLossRate"), lvl(kt, "pnic.txPacketsLossRate"))
+    drops = lvl(kt, "pnic.portRxDrops")
+    rx_pk = series(kt, "pnic.rxPackets")
+    with np.errstate(all="ignore"):
+        errs = nanmax(series(kt, "pnic.rxErr"), series(kt, "pnic.rxCrcErr"))
+        err_pct = level(100 * errs / np.where(rx_pk > 1, rx_pk, np.nan), 90)
+    # the host's TCP view (retransmits, receive errors), per-mille -> percent, lent to its vSAN uplink only
+    h_rex = nanmax(lvl(host, "net.tcpTxRexmitRate"), lvl(host, "net.tcpRxErrRate"))
+    h_rex_rel = h_rex - np.nanmedian(h_rex) if np.isfinite(h_rex).any() else h_rex
+    hi = kt.host_index
+    rex = np.where(uplink & (hi >= 0), h_rex_rel[np.clip(hi, 0, None)] if len(h_rex) else NAN, NAN)
+    tput = nanmax(series(kt, "pnic.rxThroughput"), series(kt, "pnic.txThroughput"))  # MB/s
+    top = level(tput, 99)
+    with np.errstate(all="ignore"):
+        near_top = np.nanmean(np.where(np.isfinite(tput), tput >= 0.9 * top[:, None], np.nan), axis=1)
+    return {
+        "uplink": uplink.astype(np.float64),
+        "vsan_share": share,
+        "peer_top_mbs": _others_max(np.where(uplink, top, np.nan)),
+        "speed_gbps": speed,
+        "design_gbps": np.full(n, design),
+        "half_duplex": np.where(np.isfinite(duplex), (duplex < 0.5) & uplink, NAN),
+        "loss_pct": loss - np.nanmedian(loss) if np.isfinite(loss).any() else loss,
+        "drops_pct": drops - np.nanmedian(drops) if np.isfinite(drops).any() else drops,
+        "err_pct": err_pct,
+        "rexmit_pct": rex,
+        "esxtop_drop_pct": nanmax(lvl(kt, "esxtop.rx_drop_pct"), lvl(kt, "esxtop.tx_drop_pct")),
+        "tput_top_mbs": top,
+        "tput_at_top": near_top,
+        "link_events": events(kt, "ev.link_down", "ev.link_up"),
+    }
+
+
+def _others_max(x: np.ndarray) -> np.ndarray:
+    """Each row's max over the other rows with a value (NaN where none)."""
+    out = np.full(len(x), np.nan)
+    for i in range(len(x)):
+        others = np.delete(x, i)
+        others = others[np.isfinite(others)]
+        if len(others):
+            out[i] = others.max()
+    return out
+
+
+def _host(bt: BundleTensors) -> dict[str, np.ndarray]:
+    kt = bt.kinds["host"]
+    return {
+        "ready_pct": 100 * lvl(kt, "vsancpu.readyPct"),
+        "esxtop_ready_pct": lvl(kt, "esxtop.ready_max"),
+        "cpu_util_pct": 100 * nanmax(lvl(kt, "cpu.pcpuUtilPct"), lvl(kt, "esxtop.cpu_util")),
+    }
+
+
+def _diskgroup(bt: BundleTensors) -> dict[str, np.ndarray]:
+    kt = bt.kinds["diskgroup"]
+    cong = 255 * nanmax(lvl(kt, "dg.ssdCongestion"), lvl(kt, "dg.logCongestion"))
+    sched = lvl(kt, "dg.latencySched")
+    return {
+        "congestion": cong,
+        "wb_free_pct": 100 * lvl(kt, "dg.wbFreePct", 10),
+        "sched_ms": sched,
+        "sched_vs_peers": sched / peer_median(sched, np.zeros(len(kt.ids), np.int64)),
+        "lsom_events": events(kt, "ev.lsom_congestion"),
+    }
+
+
+def _disk(bt: BundleTensors) -> dict[str, np.ndarray]:
+    kt = bt.kinds["disk"]
+    cache = np.nan_to_num(static(kt, "is_cache"))
+    tier = np.where(kt.group_index >= 0, 2 * kt.group_index + cache.astype(np.int64), -1)
+    rd = nanmax(lvl(kt, "disk.latencyDevRead"), lvl(kt, "disk.latencyRead"))
+    wr = nanmax(lvl(kt, "disk.latencyDevWrite"), lvl(kt, "disk.latencyWrite"))
+    dev = nanmax(lvl(kt, "disk.latencyDevDAvg"), lvl(kt, "esxtop.davg"))
+    iops = nanmax(
+        lvl(kt, "disk.iopsDevRead", 50) + lvl(kt, "disk.iopsDevWrite", 50),
+        lvl(kt, "esxtop.cmds", 50),
+    )
+    with np.errstate(all="ignore"):
+        return {
+            "dev_ms": dev,
+            "read_ms": rd,
+            "write_ms": wr,
+            # against the median of the same tier in the same disk group (the capacity disks of a group
+            # share its workload; a cache disk has no sibling there, so the host's other cache disks)
+            "dev_vs_peers": dev / _peer(dev, tier, kt.host_index, cache),
+            "read_vs_peers": rd / _peer(rd, tier, kt.host_index, cache),
+            "write_vs_peers": wr / _peer(wr, tier, kt.host_index, cache),
+            "iops_vs_peers": iops / _peer(iops, tier, kt.host_index, cache),
+            "scsi_errors": events(kt, "ev.scsi_fail_medium", "ev.scsi_fail_host", "ev.scsi_fail_other"),
+            "deteriorated": events(kt, "ev.deteriorated", "ev.perm_error"),
+            "capacity_ssd": np.where(
+                np.isfinite(static(kt, "is_ssd")), (static(kt, "is_ssd") > 0.5) & (cache < 0.5), NAN
+            ),
+            "dedup": static(kt, "dedup"),
+        }
+
+
+def _peer(x: np.ndarray, tier: np.ndarray, host: np.ndarray, cache: np.ndarray) -> np.ndarray:
+    """Peer level of each disk: its group-and-tier siblings, else the same tier on its host, else the bundle."""
+    out = peer_median(x, tier)
+    out = np.where(np.isfinite(out), out, peer_median(x, np.where(host >= 0, 2 * host + cache.astype(np.int64), -1)))
+    out = np.where(np.isfinite(out), out, peer_median(x, cache.astype(np.int64)))
+    return np.maximum(out, 1e-3)
+
+
+def _cluster(bt: BundleTensors) -> dict[str, np.ndarray]:
+    kt, host, dg = bt.kinds["cluster"], bt.kinds["host"], bt.kinds["diskgroup"]
+    n = len(kt.ids)
+    resync = nanmax(lvl(host, "domcompmgr.tputResyncRead"), lvl(host, "domcompmgr.iopsRecWrite") * 64e-3)
+    busy = np.sort(np.nan_to_num(resync))[::-1]
+    oio = series(kt, "domclient.oio")[:1]
+    lat = nanmax(series(kt, "domclient.latencyAvgRead")[:1], series(kt, "domclient.latencyAvgWrite")[:1])
+    iops = (series(kt, "domclient.iopsRead") + series(kt, "domclient.iopsWrite"))[:1]
+    active = np.isfinite(oio) & (oio > 0.05) if oio.size else oio.astype(bool)
+    n_cap = float(np.nansum(static(dg, "n_capacity"))) if len(dg.ids) else NAN
+    vms = np.where(active, series(kt, "vm.active")[:1], np.nan) if oio.size else oio
+    with np.errstate(all="ignore"):
+        oio_act = np.where(active, oio, np.nan)
+        cv = level(oio_act, 75) / level(oio_act, 25)
+        one = {
+            "resync_mbs_total": float(busy.sum()) if len(busy) else NAN,
+            "resync_mbs_2nd_host": float(busy[1]) if len(busy) > 1 else NAN,
+            "oio_per_disk": float(level(oio_act, 50)[0] / n_cap) if oio.size and n_cap > 0 else NAN,
+            "oio_per_vm": float(level(oio_act, 50)[0] / level(vms, 50)[0]) if oio.size else NAN,
+            "oio_spread": float(cv[0]) if oio.size else NAN,
+            "active_share": float(active.mean()) if oio.size else NAN,
+            "latency_ms": float(level(np.where(active, lat, np.nan), 50)[0]) if oio.size else NAN,
+            "iops": float(level(np.where(active, iops, np.nan), 50)[0]) if oio.size else NAN,
+            "congestion": float(np.nanmax(255 * lvl(dg, "dg.ssdCongestion"), initial=0.0)),
+            "dev_ms_max": float(np.nanmax(lvl(bt.kinds["disk"], "disk.latencyDevDAvg", 50), initial=0.0)),
+        }
+    return {k: np.full(n, v) for k, v in one.items()}
+
+
+def bundle_evidence(bt: BundleTensors) -> Evidence:
+    """Every kind's measures (a kind without components gets arrays of length 0)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices are the point: missing data
+        return {
+            "cluster": _cluster(bt),
+            "host": _host(bt),
+            "nic": _nic(bt),
+            "diskgroup": _diskgroup(bt),
+            "disk": _disk(bt),
+        }

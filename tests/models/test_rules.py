@@ -1,0 +1,91 @@
+"""The `rules` family: faults.md's signatures fire on simulated faulty components and stay quiet on
+healthy ones, survive missing evidence, and round-trip through save/load with readable thresholds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.base import load_model
+from models.registry import create_model, list_models
+from models.rules import THRESHOLDS, RulesDiagnoser, rule_margins
+from vsandx.faults import FAULTS
+
+from .conftest import LabData
+
+
+def test_registered() -> None:
+    assert "rules" in list_models()
+    assert isinstance(create_model("rules"), RulesDiagnoser)
+
+
+def _hits(lab: LabData, X: list) -> tuple[int, int, int]:
+    """(faulty components whose rule fires, faulty components, healthy components where some rule fires)."""
+    hit = total = false = 0
+    for bt, y in zip(X, lab.y, strict=False):
+        mg = rule_margins(bt, THRESHOLDS)
+        for fault, spec in FAULTS.items():
+            ids = bt.kinds[spec.kind].ids
+            for i, cid in enumerate(ids):
+                if y.get(cid) == fault:
+                    total += 1
+                    hit += bool(mg[fault][i] > 0)
+                elif y.get(cid) == "none" and mg[fault][i] > 0:
+                    false += 1
+    return hit, total, false
+
+
+def test_rules_fire_on_faults_and_not_on_healthy_components(lab: LabData) -> None:
+    """Uncalibrated rules (nothing learned) on the simulator's lab bundles, every one with a fault."""
+    hit, total, false = _hits(lab, lab.X)
+    n_healthy = sum(v == "none" for y in lab.y for v in y.values())
+    assert total >= 40
+    assert hit / total >= 0.65, (hit, total)  # 35 of 48 on simulator 2 (its new fault causes)
+    assert false / n_healthy <= 0.005, (false, n_healthy)
+
+
+def test_predict_without_esxtop_or_logs(lab: LabData) -> None:
+    """A site that collects no esxtop and whose logs rotated away still gets the perf-counter verdicts."""
+    model = create_model("rules", calibrate=False).fit(lab.X[:4], lab.y[:4])
+    for dropped in ({"esxtop"}, {"event", "esxtop"}):
+        X = [bt.without(dropped) for bt in lab.X]
+        hit, total, _ = _hits(lab, X)
+        assert hit / total >= 0.6, (dropped, hit, total)
+        for scores in model.predict_proba(X[:3]):
+            assert all(np.isfinite(p).all() and p.sum() == pytest.approx(1.0) for p in scores.values())
+
+
+def test_missing_counters_never_fire_a_rule(lab: LabData) -> None:
+    """With every time series masked, no rule has evidence: everything is healthy, nothing crashes."""
+    import dataclasses
+
+    bt = lab.X[0]
+    kinds = {
+        k: dataclasses.replace(kt, mask=np.zeros_like(kt.mask), values=np.zeros_like(kt.values))
+        for k, kt in bt.kinds.items()
+    }
+    blank = dataclasses.replace(bt, kinds=kinds)
+    model = create_model("rules", calibrate=False).fit(lab.X[:2], lab.y[:2])
+    assert set(model.predict([blank])[0].values()) == {"none"}
+
+
+def test_save_load_round_trip_keeps_readable_thresholds(lab: LabData, tmp_path: Path) -> None:
+    model = create_model("rules", thresholds={"ready_pct": 10.0}).fit(lab.X[:8], lab.y[:8])
+    folder = model.save(tmp_path / "rules")
+    config = json.loads((folder / "config.json").read_text())
+    assert config["state"]["thresholds"]["ready_pct"] == 10.0
+    assert config["state"]["thresholds"]["loss_pct"] == THRESHOLDS["loss_pct"]
+    assert set(config["state"]["calibration"]) == set(FAULTS)
+    assert "schema_version" in config
+    again = load_model(folder)
+    for a, b in zip(model.predict_proba(lab.X[8:10]), again.predict_proba(lab.X[8:10]), strict=True):
+        for cid in a:
+            np.testing.assert_array_equal(a[cid], b[cid])
+
+
+def test_unknown_threshold_is_an_error(lab: LabData) -> None:
+    with pytest.raises(ValueError, match="unknown rule thresholds"):
+        create_model("rules", thresholds={"nope": 1.0}).fit(lab.X[:2], lab.y[:2])
