@@ -187,7 +187,8 @@ def test_a_bad_candidate_never_replaces_the_champion(env: Env, tmp_path: Path, m
     original = training.retrain.retrain
     for n, (candidate, why) in enumerate(
         # engineer-confirmed bundles come first: the faulty candidate falls there, before any field veto
-        [(env.faulty, "not better on the feedback set"), (env.healthy, "not better on the feedback set")], start=2
+        [(env.faulty, "not better on the feedback set"), (env.healthy, "not better on the feedback set")],
+        start=2,
     ):
         monkeypatch.setattr(training.retrain, "retrain", partial(original, candidate=load_model(candidate)))
         with database.session() as db:
