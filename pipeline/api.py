@@ -73,7 +73,8 @@ def parse_bundle(source: Source, config: PipelineConfig | None = None) -> Parsed
         raise NoPerfData(name)
     clusters = sorted({e.eid for e in records.perf.values() if e.etype == "cluster-domclient"})
     if len(clusters) > 1:  # a folder of several uploads is not one cluster of all their hosts
-        raise SeveralClusters(name, f"holds {len(clusters)} separate clusters ({', '.join(clusters)}); "
+        shown = ", ".join(c[:64] for c in clusters[:5]) + (", …" if len(clusters) > 5 else "")  # names are untrusted
+        raise SeveralClusters(name, f"holds {len(clusters)} separate clusters ({shown}); "
                                     "diagnose each cluster's bundle on its own")  # fmt: skip
     topo = build_topology(records)
     check_components(topo, cfg.max_components, name)

@@ -186,9 +186,9 @@ def fetch_model(uri: str | None, data_dir: Path, tracking_uri: str | None = None
             raise NoModel(f"{uri}: not a saved vsandx model folder (no config.json)")
         return ModelFolder(folder, folder.name, f"file:{folder}", None)
     name, alias, version = _parse_model_uri(uri or f"models:/{default_name}@{CHAMPION}")
-    ref = _resolve(data_dir, tracking_uri, name, alias, version)
+    ref, tracker = _resolve(data_dir, tracking_uri, name, alias, version)
     final = data_dir / "models" / name / ref.version
-    return ModelFolder(download_once(ref.source, final, data_dir, tracking_uri), name, ref.version, ref)
+    return ModelFolder(download_once(ref.source, final, data_dir, tracking_uri, tracker), name, ref.version, ref)
 
 
 def _parse_model_uri(uri: str) -> tuple[str, str | None, str | None]:
@@ -204,7 +204,10 @@ def _parse_model_uri(uri: str) -> tuple[str, str | None, str | None]:
     return name, None, version
 
 
-def _resolve(data_dir: Path, tracking_uri: str | None, name: str, alias: str | None, version: str | None) -> ModelRef:
+def _resolve(
+    data_dir: Path, tracking_uri: str | None, name: str, alias: str | None, version: str | None
+) -> tuple[ModelRef, Tracker | None]:
+    """The registry entry, and the Tracker that asked for it (None when the memo answered)."""
     what = f"{name}@{alias}" if alias else f"{name} version {version}"
     how = "train one with `vsandx train --quick`, or give a model folder with --model"
     stamp = _store_stamp(data_dir) if tracking_uri is None else None
@@ -215,7 +218,7 @@ def _resolve(data_dir: Path, tracking_uri: str | None, name: str, alias: str | N
     if stamp is not None:
         hit = _read_json(memo).get(key)
         if hit and hit.get("stamp") == stamp:
-            return ModelRef(**hit["ref"])
+            return ModelRef(**hit["ref"]), None
     tracker = Tracker(data_dir, tracking_uri)
     ref = tracker.champion(name, alias) if alias else tracker.version(name, version or "")
     if ref is None:
@@ -223,7 +226,7 @@ def _resolve(data_dir: Path, tracking_uri: str | None, name: str, alias: str | N
     if stamp is not None and _store_stamp(data_dir) == stamp:  # nothing moved while we asked
         doc = _read_json(memo) | {key: {"stamp": stamp, "ref": ref.__dict__}}
         _write_atomic(memo, json.dumps(doc, indent=1))
-    return ref
+    return ref, tracker
 
 
 def _store_stamp(data_dir: Path) -> list[int] | None:
@@ -238,7 +241,9 @@ def _store_stamp(data_dir: Path) -> list[int] | None:
     return out
 
 
-def download_once(source: str, final: Path, data_dir: Path, tracking_uri: str | None = None) -> Path:
+def download_once(
+    source: str, final: Path, data_dir: Path, tracking_uri: str | None = None, tracker: Tracker | None = None
+) -> Path:
     """The artifact folder `source` (a model's, or runs:/<id>/report) under `final`, downloaded once:
     into a private folder, then renamed into place. Returns the folder holding the artifacts."""
     final = final.resolve()
@@ -250,7 +255,8 @@ def download_once(source: str, final: Path, data_dir: Path, tracking_uri: str | 
         final.parent.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}-"))
         try:
-            Tracker(data_dir, tracking_uri)  # points MLflow at the store `runs:/` URIs live in
+            if tracker is None:  # points MLflow at the store `runs:/` URIs live in
+                Tracker(data_dir, tracking_uri)
             got = Path(_mlflow().artifacts.download_artifacts(artifact_uri=source, dst_path=str(work))).resolve()
             (work / ".complete").write_text(str(got.relative_to(work)))
             if final.exists() and not done.exists():  # an unfinished download of older code: not trusted

@@ -266,19 +266,6 @@ def test_skipped_members_are_reported_in_the_result() -> None:
     } <= set(w)
 
 
-def test_content_limits_come_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vsandx.settings import get_pipeline_settings
-
-    monkeypatch.setenv("VSANDX_PIPELINE_MAX_COMPONENTS", "7")
-    monkeypatch.setenv("VSANDX_PIPELINE_MAX_LINE_BYTES", "1000")
-    get_pipeline_settings.cache_clear()
-    try:
-        cfg = PipelineConfig.from_settings()
-    finally:
-        get_pipeline_settings.cache_clear()
-    assert (cfg.max_components, cfg.max_line_bytes) == (7, 1000)
-
-
 # ------------------------------------------------------------------ zip structure
 def _zip(entries: list[tuple[str, bytes]]) -> bytearray:
     b = io.BytesIO()

@@ -390,11 +390,14 @@ def test_limits_come_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setenv("VSANDX_PIPELINE_MAX_MEMBERS", "3")
     monkeypatch.setenv("VSANDX_PIPELINE_GRID_STEPS", "64")
+    monkeypatch.setenv("VSANDX_PIPELINE_MAX_COMPONENTS", "7")  # the content budgets come the same way
+    monkeypatch.setenv("VSANDX_PIPELINE_MAX_LINE_BYTES", "1000")
     get_pipeline_settings.cache_clear()
     try:
         cfg = PipelineConfig.from_settings()
     finally:
         get_pipeline_settings.cache_clear()
     assert (cfg.max_members, cfg.grid_steps) == (3, 64)
+    assert (cfg.max_components, cfg.max_line_bytes) == (7, 1000)
     with pytest.raises(LimitExceeded):
         read_all(tar_bytes([(f"f{i}", b"") for i in range(5)]), cfg)
