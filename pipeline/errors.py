@@ -15,6 +15,16 @@ class BundleError(Exception):
         self.path = path
         self.reason = reason
 
+    def for_upload(self, name: str, stored: object = None) -> str:
+        """The message for the user who uploaded `name`: the member inside it, where the error is about
+        one, and the reason; never the server's path of the stored file (`stored`)."""
+        where = self.path
+        if stored is not None and where.startswith(f"{stored}:"):
+            where = where[len(str(stored)) + 1 :]  # "<archive>:<member>": the member
+        if not where or where == str(stored) or where.startswith("/") or where == name:
+            return f"{name}: {self.reason}"
+        return f"{name}: {where}: {self.reason}"
+
 
 class NotABundle(BundleError):
     """The upload is neither a directory nor a tar/tgz/zip archive."""

@@ -8,6 +8,7 @@ import numpy as np
 
 from pipeline.channels import KIND_CHANNEL_DEFS, Channel
 from pipeline.grid import Grid, count_events, resample
+from pipeline.parse.linkvob import LINK_KINDS, collapse_links
 from pipeline.parse.logs import LogEvent
 from pipeline.parse.perfdump import PerfEntity
 from pipeline.tensors import KindTensors
@@ -126,13 +127,14 @@ def _event_target(ev: LogEvent, hn: str, topo: Topology) -> list[tuple[str, str]
 
 
 def host_events(topo: Topology) -> dict[str, list[LogEvent]]:
-    """Per host, its events with vmkwarning copies of vmkernel lines removed."""
+    """Per host, its events with vmkwarning copies of vmkernel lines removed, and one link event per
+    transition where vmkernel's `Link Down` and vobd's link VOBs both report it (linkvob)."""
     out = {}
     for hn, files in topo.logs.items():
         seen: set[LogEvent] = set()
         for lf in files:
             seen.update(lf.events)
-        out[hn] = sorted(seen)
+        out[hn] = collapse_links(sorted(seen))
     return out
 
 
@@ -195,7 +197,12 @@ def event_channels(topo: Topology, evs: dict[str, list[LogEvent]], grid: Grid, k
             for (source, ev_kind), ch in k.by_key.items():
                 if source != "event":
                     continue
-                ok = cover[("vobd",)] if ev_kind == "vob" else cover[("vmkernel", "vmkwarning")]
+                if ev_kind == "vob":
+                    ok = cover[("vobd",)]
+                elif ev_kind in LINK_KINDS:  # vmkernel's Link Down/Up lines and vobd's link VOBs
+                    ok = cover[("vobd",)] | cover[("vmkernel", "vmkwarning")]
+                else:
+                    ok = cover[("vmkernel", "vmkwarning")]
                 ts = buckets.get((c.kind, c.id, ev_kind), [])
                 counts = count_events(np.asarray(ts, float), grid) if ts else np.zeros(grid.T)
                 k.put(c.id, ch, counts, ok, grid.step)

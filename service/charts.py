@@ -14,7 +14,7 @@ carrying most of its host's traffic, else every other NIC), disks of the same ti
 the other disk groups, the other hosts. The cluster has no peers: its chart shows its own series.
 
 Onset: `service.onset.estimate_onset` (its docstring says how), on the panels a spec marks, else the
-first panel with data.
+first panel whose series departs from its peers.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ SPECS: Final[dict[str, tuple[PanelSpec, ...]]] = {
         _P("pnic.rxCrcErr", "Receive CRC errors"),
         _P("esxtop.rx_drop_pct", "esxtop % received packets dropped"),
         _P("net.tcpTxRexmitRate", "Host TCP retransmit rate", "host"),
+        _P("net.rxPacketsLossRate", "Host vSAN network receive loss", "host"),
     ),
     "net.link_degraded": (
         _P("pnic.rxThroughput", "Receive throughput"),
@@ -223,7 +224,9 @@ def chart_for(bt: BundleTensors, component: str, fault: str) -> Chart | None:
     built = [(spec, p) for spec in SPECS.get(fault, ()) if (p := panel(bt, component, spec)) is not None]
     if not built:
         return None
-    dating = [b for b in built if b[0].onset] or built[:1]
+    # marked panels first, then the others in order: a cause that leaves a counter flat (a loss in the
+    # vmkernel TCP/IP stack moves no pnic counter) is dated by the one that moved
+    dating = [b for b in built if b[0].onset] + [b for b in built if not b[0].onset]
     onset = None
     for spec, (_, x, peers) in dating:
         if (onset := estimate_onset(x, peers, spec.direction)) is not None:

@@ -33,7 +33,7 @@ def check_opens(path: Path, filename: str, config: PipelineConfig | None = None)
             if next(iter(iter_members(fh, config or PipelineConfig.from_settings())), None) is None:
                 raise UnreadableBundle(f"{filename}: the archive holds no files")
     except BundleError as e:
-        raise UnreadableBundle(f"{filename}: {e.reason}") from e
+        raise UnreadableBundle(e.for_upload(filename, path)) from e
 
 
 def accept_upload(db: Session, settings: ServiceSettings, src: BinaryIO, filename: str | None) -> Job:

@@ -90,7 +90,7 @@ def execute(db: Session, settings: ServiceSettings, holder: ModelHolder, job: Jo
             try:
                 doc, parsed = predictor.diagnose_parsed(path, name=filename)
             except BundleError as e:
-                return _fail(db, job_id, attempt, f"{filename}: {e.reason}")
+                return _fail(db, job_id, attempt, e.for_upload(filename, path))
             except MemoryError:
                 return _fail(db, job_id, attempt, f"{filename}: out of memory while reading the bundle")
             except Exception as e:  # the model failed on this bundle (SchemaMismatch, a bug): fail it, go on

@@ -53,6 +53,9 @@ def limit_threads(n: int) -> None:
         torch.set_num_threads(n)
 
 
+MAX_NOTES, MAX_NOTE_CHARS = 50, 400  # reading notes kept in a diagnosis (their text comes from the bundle)
+
+
 @dataclass
 class Predictor:
     model: Diagnoser
@@ -123,6 +126,9 @@ class Predictor:
                 "hosts": list(bt.hosts),
                 "start": _iso(bt.start),
                 "end": _iso(bt.start + bt.step_s * bt.T),
+                # what the reading cut, skipped or could not read: the verdict rests on the rest
+                "warnings": [w[:MAX_NOTE_CHARS] for w in bt.warnings[:MAX_NOTES]],
+                "missing": list(bt.missing)[:MAX_NOTES],
             },
             "components": comps,
             "findings": [f.to_dict() for f in findings(bt, verdicts)],

@@ -26,9 +26,10 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from data.simulate import SIMULATOR_VERSION
+from data.simulate import SIMULATOR_VERSION, perturb
 from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
+from data.simulate.perturb import drop_hosts as partial_upload
 from pipeline.api import load_bundle
 from pipeline.config import PipelineConfig
 from pipeline.tensors import SCHEMA_VERSION, BundleTensors
@@ -46,6 +47,13 @@ class DatasetSpec:
     # Share of bundles turned into partial uploads (some host folders left out, as in escalations):
     # a training-time augmentation, so that "this host's nicinfo/logs are missing" is not read as a fault.
     partial: float = 0.0
+    # Cause filter (data.simulate.causes): draw faults only through `causes`, never through
+    # `exclude_causes` ("fault:cause" or a cause name), e.g. to train with one cause held out and test on it.
+    causes: tuple[str, ...] = ()
+    exclude_causes: tuple[str, ...] = ()
+    # A perturbation of data.simulate.perturb applied to every bundle after the partial-upload step
+    # ("interval:3", "esxtop", "logs:7", "load:2", ...): test sets for the generalisation benchmark.
+    perturb: str = ""
 
     def resolved(self, cfg: PipelineConfig) -> dict[str, Any]:
         return {
@@ -64,29 +72,24 @@ class DatasetSpec:
 def _make(index: int, spec: DatasetSpec, cfg: PipelineConfig, folder: Path) -> str:
     path = folder / f"{index:06d}.npz"
     if not path.exists():
-        b = simulate_bundle(spec.profile, spec.seed, index, spec.issue_rate)
+        b = simulate_bundle(
+            spec.profile,
+            spec.seed,
+            index,
+            spec.issue_rate,
+            causes=spec.causes or None,
+            exclude_causes=spec.exclude_causes,
+        )
         files = b.files
         rng = np.random.default_rng([spec.seed, index, 0x9A27])  # its own stream: the bundle stays as simulated
         if spec.partial > 0 and rng.random() < spec.partial:
             files = partial_upload(files, rng)
+        files = perturb.apply(spec.perturb, files, np.random.default_rng([spec.seed, index, 0x5EED]))
         bt = load_bundle(tar_bytes(files), cfg)  # the pipeline never sees labels.json's meaning
         comps = b.labels["components"]
         assert isinstance(comps, dict)
         tensorstore.save(path, bt, comps)
     return path.name
-
-
-def partial_upload(files: dict[str, bytes], rng: np.random.Generator) -> dict[str, bytes]:
-    """The same bundle with the folders of a random non-empty proper subset of its hosts left out.
-
-    Every component stays labelled (CMMDS and the perf dump in the remaining folders still list it);
-    what goes is that host's nicinfo, storage list, logs and esxtop, as when a customer uploads some hosts.
-    """
-    tops = sorted({p.split("/", 1)[0] for p in files if p.startswith("esx-") and "/" in p})
-    if len(tops) < 2:
-        return files
-    keep = set(rng.choice(tops, size=int(rng.integers(1, len(tops))), replace=False).tolist())
-    return {p: b for p, b in files.items() if not (p.startswith("esx-") and "/" in p) or p.split("/", 1)[0] in keep}
 
 
 def build(

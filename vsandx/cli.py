@@ -19,6 +19,20 @@ def _positive(text: str) -> int:
     return n
 
 
+def _cause_list(values: list[str] | None) -> list[str] | None:
+    """--only-causes / --exclude-causes, repeatable and comma-separated, checked against the registry."""
+    if not values:
+        return None
+    from data.simulate.causes import resolve
+
+    names = [x.strip() for v in values for x in v.split(",") if x.strip()]
+    try:
+        resolve(names)
+    except ValueError as e:
+        raise SystemExit(f"vsandx simulate: {e}") from None
+    return names
+
+
 def _cmd_simulate(args: argparse.Namespace) -> int:
     from data.simulate.runner import simulate_many, summarise
     from vsandx.settings import get_settings
@@ -33,6 +47,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         workers=workers,
         issue_rate=args.issue_rate,
         progress=not args.quiet,
+        causes=_cause_list(args.only_causes),
+        exclude_causes=_cause_list(args.exclude_causes),
     )
     print(summarise(results, Path(args.out)))
     return 0
@@ -358,6 +374,19 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="share of bundles with at least one fault (lab default 0.5, field 0.78)",
+    )
+    sim.add_argument(
+        "--only-causes",
+        action="append",
+        metavar="CAUSES",
+        help="draw faults only through these causes: fault:cause or a cause name, comma-separated "
+        "(README, Fault causes); faults with none of them are not drawn",
+    )
+    sim.add_argument(
+        "--exclude-causes",
+        action="append",
+        metavar="CAUSES",
+        help="never draw these causes (another cause of the fault is drawn, or another fault)",
     )
     sim.add_argument("--workers", type=int, default=None, help="processes (default: one per core)")
     sim.add_argument("-q", "--quiet", action="store_true", help="no progress bar")

@@ -8,6 +8,7 @@ import numpy as np
 
 from data.simulate.conditions import Conditions
 from data.simulate.esxtop import render_esxtop
+from data.simulate.netmetrics import nic_seen
 from data.simulate.physics import State
 from data.simulate.plan import Plan
 from data.simulate.topology import Cluster, Rng
@@ -36,6 +37,7 @@ def esxtop_files(
     t0 = float(grid.times[0]) + rng.uniform(0, max(0.0, span - rows * delay))
     times = t0 + delay * np.arange(rows)
     centers = grid.times + grid.dt / 2.0
+    seen = nic_seen(cond)
     out: dict[str, bytes] = {}
     for h in hosts:
         host = cluster.hosts[h]
@@ -53,7 +55,7 @@ def esxtop_files(
                 st.dev_r[:, i] + st.dev_w[:, i], 1e-9
             )
             davg = at(lat * 1e3, 0.12)
-            kavg = at((0.008 + 0.004 * st.dev_util[:, i] ** 2), 0.3)
+            kavg = at((0.008 + 0.004 * st.dev_util[:, i] ** 2 + 1e3 * cond.kavg_extra[:, i]), 0.3)
             disks[d.dev] = {
                 "davg_ms": davg,
                 "kavg_ms": kavg,
@@ -78,9 +80,10 @@ def esxtop_files(
         nics: dict[str, dict[str, np.ndarray]] = {}
         for k, nic in enumerate(host.nics):
             vs = k == host.vsan_nic
-            rx = at(st.rx[:, h]) if vs else at(np.full(grid.n, 4e5))
-            tx = at(st.tx[:, h]) if vs else at(np.full(grid.n, 2e5))
-            drop = at(cond.loss[:, h] * 100, 0.3) if vs else zeros
+            idle = 0.0 if not nic.link_up else 1.0  # a port without a cable moves nothing
+            rx = at(st.rx[:, h]) if vs else at(np.full(grid.n, 4e5 * idle))
+            tx = at(st.tx[:, h]) if vs else at(np.full(grid.n, 2e5 * idle))
+            drop = at(seen[:, h] * 100, 0.3) if vs and nic.link_up else zeros
             nics[nic.name] = {
                 "rx_drop_pct": drop,
                 "tx_drop_pct": drop * 0.2,

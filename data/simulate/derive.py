@@ -7,9 +7,9 @@ from collections.abc import Callable
 import numpy as np
 
 from data.simulate.conditions import Conditions
-from data.simulate.events import Event
+from data.simulate.events import Event, NicInfo
 from data.simulate.physics import State
-from data.simulate.plan import Plan
+from data.simulate.plan import Injected, Plan
 from data.simulate.topology import Cluster, Rng
 
 _MEDIUM = ("0x3 0x11 0x0", "0x3 0x11 0x0", "0x3 0x0 0x0", "0x3 0x14 0x1")
@@ -29,54 +29,57 @@ def derive_events(cluster: Cluster, plan: Plan, cond: Conditions, st: State, rng
         _congestion_crossings(st.cong[:, g], grp.uuid, h, times, grid.dt, out, rng)
     for f in plan.faults:
         if f.fault == "disk.latency":
-            dev_i = next(i for i, (_, _, d) in enumerate(cond.devices) if d.dev == f.disk)
-            lam = (0.3 + 2.5 * f.severity) * grid.dt / 60.0
-            for i in range(f.onset, grid.n):
-                for _ in range(rng.poisson(lam)):
-                    out[f.host].append(_scsi(at(i), f.disk, f.variant, rng))
-            if f.severity > 0.9 and rng.random() < 0.15:
-                out[f.host].append(Event(at(grid.n - 1), "perm_error", {"disk_uuid": cond.devices[dev_i][2].uuid}))
+            _disk_errors(f, cond, grid.n, grid.dt, at, out, rng)
         elif f.fault == "net.link_degraded" and f.onset > 0:
             nic = cluster.hosts[f.host].nics[f.nic]
-            t = at(f.onset - 1)
-            out[f.host].append(Event(t, "link_down", {"vmnic": nic.name, "pci": nic.pci}))
-            out[f.host].append(
-                Event(
-                    t + rng.uniform(2, 9),
-                    "link_up",
-                    {
-                        "vmnic": nic.name,
-                        "pci": nic.pci,
-                        "speed_mbps": 1000,
-                        "duplex": "Half" if f.variant == "duplex" else "Full",
-                    },
-                )
-            )
+            duplex = "Half" if f.cause == "half_duplex" else "Full"
+            _flap(out, f.host, nic, at(f.onset - 1), rng.uniform(2, 9), int(f.param), duplex)
         elif f.fault == "cluster.resync":
-            _resync_precursor(cluster, f.onset, at, out, rng)
-    if rng.random() < 0.1:  # benign: a flap on an uplink that carries no vSAN traffic
-        h = int(rng.integers(len(cluster.hosts)))
-        host = cluster.hosts[h]
-        others = [n for i, n in enumerate(host.nics) if i != host.vsan_nic]
-        if others:
-            nic = others[int(rng.integers(len(others)))]
-            t = at(int(rng.integers(grid.n)))
-            out[h].append(Event(t, "link_down", {"vmnic": nic.name, "pci": nic.pci}))
-            out[h].append(
-                Event(
-                    t + rng.uniform(1, 30),
-                    "link_up",
-                    {"vmnic": nic.name, "pci": nic.pci, "speed_mbps": nic.speed_mbps, "duplex": nic.duplex},
-                )
-            )
+            _resync_precursor(cluster, f.cause, f.onset, at, out, rng)
+    for h, k, i in cond.net.flaps:  # a marginal optic loses light for a moment, back at full speed
+        nic = cluster.hosts[h].nics[k]
+        _flap(out, h, nic, at(i), rng.uniform(1, 12), nic.speed_mbps, nic.duplex)
+    for e in plan.benign:
+        if e.kind == "idle_flap":  # benign: a flap on an uplink that carries no vSAN traffic
+            nic = cluster.hosts[e.host].nics[e.nic]
+            _flap(out, e.host, nic, at(e.start), rng.uniform(1, 30), nic.speed_mbps, nic.duplex)
     for evs in out.values():
         evs.sort(key=lambda e: e.t)
     return out
 
 
-def _scsi(t: float, dev: str, variant: str, rng: Rng) -> Event:
+def _flap(out: dict[int, list[Event]], h: int, nic: NicInfo, t: float, gap: float, speed: int, duplex: str) -> None:
+    out[h].append(Event(t, "link_down", {"vmnic": nic.name, "pci": nic.pci}))
+    up: dict[str, str | int | float] = {"vmnic": nic.name, "pci": nic.pci, "speed_mbps": speed, "duplex": duplex}
+    out[h].append(Event(t + gap, "link_up", up))
+
+
+def _disk_errors(
+    f: Injected, cond: Conditions, n: int, dt: int, at: Callable[[int], float], out: dict[int, list[Event]], rng: Rng
+) -> None:
+    """SCSI failures the cause logs: sense data for media/hardware, aborts for timeouts, queue-full or
+    busy statuses for a saturated queue, and few or none for a device that is slow without errors."""
+    lam = (0.3 + 2.5 * f.severity) * dt / 60.0
+    if f.cause == "firmware_degraded":
+        lam *= 0.03 if rng.random() < 0.4 else 0.0
+    elif f.cause == "controller_queue":
+        lam *= 0.6
+    counts = rng.poisson(lam, size=max(0, n - f.onset))
+    for k in np.flatnonzero(counts):
+        for _ in range(int(counts[k])):
+            out[f.host].append(_scsi(at(f.onset + int(k)), f.disk, f.cause, rng))
+    if f.severity > 0.9 and f.cause in ("medium_error", "hardware_error") and rng.random() < 0.15:
+        dev = next(d for _, _, d in cond.devices if d.dev == f.disk)
+        out[f.host].append(Event(at(n - 1), "perm_error", {"disk_uuid": dev.uuid}))
+
+
+def _scsi(t: float, dev: str, cause: str, rng: Rng) -> Event:
     opcode = str(rng.choice(["0x28", "0x2a", "0x88", "0x8a"]))
-    if variant == "timeout":
+    if cause == "controller_queue":  # TASK SET FULL / BUSY: the queue, not the media
+        ds = str(rng.choice(["0x28", "0x8"], p=[0.7, 0.3]))
+        return Event(t, "scsi_fail", {"device": dev, "opcode": opcode, "host_status": "0x0", "device_status": ds,
+                                      "sense": ""})  # fmt: skip
+    if cause == "timeout":
         return Event(
             t,
             "scsi_fail",
@@ -88,7 +91,7 @@ def _scsi(t: float, dev: str, variant: str, rng: Rng) -> Event:
                 "sense": "",
             },
         )
-    pool = _MEDIUM if variant == "medium" else _HARDWARE
+    pool = _HARDWARE if cause == "hardware_error" else _MEDIUM
     return Event(
         t,
         "scsi_fail",
@@ -145,15 +148,16 @@ def _congestion_crossings(
 
 
 def _resync_precursor(
-    cluster: Cluster, onset: int, at: Callable[[int], float], out: dict[int, list[Event]], rng: Rng
+    cluster: Cluster, cause: str, onset: int, at: Callable[[int], float], out: dict[int, list[Event]], rng: Rng
 ) -> None:
-    """Resync usually follows a disk or host event that vobd recorded shortly before."""
-    if rng.random() > 0.75:
-        return
+    """A rebuild follows the disk or host event vobd recorded shortly before (when that is still in the
+    window); a policy change or a rebalance has no such event."""
     pre = max(0, onset - int(rng.integers(1, 4)))
     hosts = cluster.hosts
     h = int(rng.integers(len(hosts)))
-    if rng.random() < 0.5:
+    if cause in ("policy_change", "rebalance") or rng.random() < 0.1:
+        pass
+    elif cause == "disk_failure":
         d = hosts[h].disks[int(rng.integers(len(hosts[h].disks)))]
         out[h].append(Event(at(pre), "disk_offline", {"disk_uuid": d.uuid, "device": d.dev}))
         if rng.random() < 0.6:

@@ -81,3 +81,11 @@ class HostLogContext:
     disk_uuids: tuple[str, ...]  # vSAN disk UUIDs on this host
     nics: tuple[NicInfo, ...]
     peer_uuids: tuple[str, ...]  # other hosts' UUIDs (for CMMDS noise)
+    vsan_nic: str = ""  # the uplink carrying vSAN traffic, and its standby ("" when none)
+    standby_nic: str = ""
+    opid_share: float = 0.0  # share of operation-context vmkernel lines that carry an `opID=` token
+    nfs_volume: str = ""  # an NFS datastore mounted on the host ("" when none)
+    nfs_server: str = ""
+    flap_style: str = "classic"  # vobd on a flap: classic (linkstate VOBs) | uplink (portgroup transitions) | both
+    vswitch: str = "vSwitch1"
+    portgroup: str = "vSAN"

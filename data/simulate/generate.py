@@ -10,7 +10,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from data.simulate import esxcli, perfdump
+from data.simulate.benign import draw_benign
 from data.simulate.captures import esxtop_files
+from data.simulate.causes import ALL, CauseFilter
 from data.simulate.conditions import build_conditions
 from data.simulate.derive import derive_events
 from data.simulate.events import Event, HostLogContext, NicInfo
@@ -18,7 +20,8 @@ from data.simulate.logs import render_host_logs
 from data.simulate.metrics import build_metrics
 from data.simulate.netmetrics import Metrics
 from data.simulate.physics import solve
-from data.simulate.plan import Grid, Plan, labels, make_plan
+from data.simulate.plan import Grid, Injected, Plan, labels, make_plan
+from data.simulate.sitevar import log_style, site_metrics
 from data.simulate.topology import Cluster, Rng, _uuid, build_cluster
 from data.simulate.workload import Workload, build_workload
 
@@ -92,22 +95,36 @@ def _extra_entities(metrics: Metrics, cluster: Cluster, rng: Rng) -> None:
 
 
 def simulate_bundle(
-    profile: str, seed: int, index: int, issue_rate: float | None = None, faults: Sequence[str] | None = None
+    profile: str,
+    seed: int,
+    index: int,
+    issue_rate: float | None = None,
+    faults: Sequence[str] | None = None,
+    causes: Sequence[str] | CauseFilter | None = None,
+    exclude_causes: Sequence[str] | None = None,
 ) -> Bundle:
-    """Bundle `index` of the (profile, seed) stream; `faults` forces exactly those faults."""
+    """Bundle `index` of the (profile, seed) stream; `faults` forces exactly those faults. `causes`
+    draws faults only through those causes (`fault:cause`, a cause name or a fault id), and
+    `exclude_causes` never through those (causes.CauseFilter)."""
     rng = bundle_rng(profile, seed, index)
     rate = DEFAULT_ISSUE_RATE[profile] if issue_rate is None else issue_rate
-    cluster = build_cluster(profile, rng, dedup_flash=bool(faults) and "disk.hotspot" in (faults or ()))
+    flt = causes if isinstance(causes, CauseFilter) else CauseFilter.of(causes, exclude_causes)
+    hot_only = flt.only is not None and all(k.startswith("disk.hotspot:") for k in flt.only)
+    dedup = ("disk.hotspot" in (faults or ())) or (hot_only and flt is not ALL)
+    cluster = build_cluster(profile, rng, dedup_flash=dedup)
     grid = _grid(profile, rng)
-    plan = make_plan(cluster, grid, rate, rng, force=faults)
+    plan = make_plan(cluster, grid, rate, rng, force=faults, flt=flt)
+    draw_benign(cluster, plan, rng)
     wl = build_workload(cluster, plan, rng)
     cluster.vm_uuids = [_uuid(rng, "50") for _ in wl.names]
-    cond = build_conditions(cluster, plan, rng)
+    cond = build_conditions(cluster, plan, wl, rng)
     fill0 = rng.uniform(0.1, 0.35, size=len(cluster.disk_groups))
     st = solve(cluster, wl, cond, float(grid.dt), fill0)
     metrics = build_metrics(cluster, wl, cond, st, float(grid.dt), rng)
     events = derive_events(cluster, plan, cond, st, rng)
     field = profile == "field"
+    if field:
+        site_metrics(metrics, rng)  # this site's measurement noise and the counters it does not collect
     keep, empty = _drop_samples(metrics, grid.n, rng) if field else (None, frozenset())
     if field and rng.random() < 0.6:
         _extra_entities(metrics, cluster, rng)
@@ -147,6 +164,7 @@ def _host_files(
         hosts = sorted(int(h) for h in rng.choice(hosts, size=int(rng.integers(1, len(hosts))), replace=False))
     dump_name = DUMP if not field or rng.random() < 0.9 else "commands/vsan-perfsvc-status_perf_stats_with_dump.txt"
     cmmds = esxcli.render_cmmds(cluster, rng).encode()
+    style = log_style(cluster, rng)
     files: dict[str, bytes] = {}
     for h in hosts:
         host = cluster.hosts[h]
@@ -158,7 +176,7 @@ def _host_files(
         nics = list(host.nics)
         for f in plan.faults:  # what nicinfo shows at collection time
             if f.fault == "net.link_degraded" and f.host == h:
-                nics[f.nic] = _degraded(nics[f.nic], f.variant)
+                nics[f.nic] = _degraded(nics[f.nic], f)
         files[f"{top}/commands/nicinfo.sh.txt"] = esxcli.render_nicinfo(nics).encode()
         ctx = HostLogContext(
             hostname=host.name,
@@ -170,6 +188,9 @@ def _host_files(
             disk_uuids=tuple(d.uuid for d in host.disks),
             nics=tuple(nics),
             peer_uuids=tuple(o.uuid for o in cluster.hosts if o is not host),
+            vsan_nic=nics[host.vsan_nic].name,
+            standby_nic=nics[host.standby_nic].name if host.standby_nic is not None else "",
+            **style,
         )
         logs = render_host_logs(ctx, events[h], float(grid.times[0]), end, rng)
         for path, data in logs.items():
@@ -177,5 +198,5 @@ def _host_files(
     return files
 
 
-def _degraded(nic: NicInfo, variant: str) -> NicInfo:
-    return replace(nic, speed_mbps=1000, duplex="Half" if variant == "duplex" else "Full")
+def _degraded(nic: NicInfo, f: Injected) -> NicInfo:
+    return replace(nic, speed_mbps=int(f.param), duplex="Half" if f.cause == "half_duplex" else "Full")

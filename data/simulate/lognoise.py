@@ -40,12 +40,15 @@ class NoisyHost(LogSink):
         later = ms + r.n(5, 400)
         if r.u() < 0.5:
             blocks = f"(FSS handle {r.n(100000, 9999999)}) numBlocks={r.n(2, 80) * 2097152} (bs=512)"
-            self.k(ms, f"VSCSI: 4068: {h}:Creating Virtual Device for world {w} {blocks}")
+            if self.ctx.opid_share and r.u() < 0.5:
+                vc = f"VC opID {r.pick(('vim-cmd', 'lro', 'HB'))}-{r.n(10, 99)}-{r.n(0, 1 << 16):04x}"
+                self.k(ms - 1, f"World: 12231: {vc} maps to vmkernel opID {self.opid()}", op=True)
+            self.k(ms, f"VSCSI: 4068: {h}:Creating Virtual Device for world {w} {blocks}", op=True)
             mac = ":".join(f"{r.n(0, 256):02x}" for _ in range(3))
-            self.k(later, f"NetPort: 1359: enabled port 0x{port:x} with mac 00:50:56:{mac}", "net")
+            self.k(later, f"NetPort: 1359: enabled port 0x{port:x} with mac 00:50:56:{mac}", "net", op=True)
         else:
-            self.k(ms, f"NetPort: 1580: disabled port 0x{port:x}", "net")
-            self.k(later, f"VSCSI: 6602: {h}:Destroying Device for world {w} (pendCom 0)")
+            self.k(ms, f"NetPort: 1580: disabled port 0x{port:x}", "net", op=True)
+            self.k(later, f"VSCSI: 6602: {h}:Destroying Device for world {w} (pendCom 0)", op=True)
 
     def n_misc(self, ms: int) -> None:
         r, ctx = self.r, self.ctx
@@ -70,6 +73,24 @@ class NoisyHost(LogSink):
             lun = f"the max LUN supported by this adapter is {r.n(1, 2)}"
             self.k(ms, "vmw_ahci[0000001f]: scsiDiscover:" + lun, "io")
 
+    def n_nfs(self, ms: int) -> None:
+        """An NFS datastore's own latency warnings: 'performance has deteriorated', but of a volume, not a
+        vSAN device (ESXi 8 shapes, as in shared/samples/real/logs)."""
+        r, vol = self.r, self.ctx.nfs_volume
+        c = r.u()
+        if c < 0.15:
+            self.k(ms, f"NFS: 317: NFS mount succeeded for {self.ctx.nfs_server} volume {vol}.", op=True)
+        elif c < 0.4:
+            self.k(ms, f"NFS: 6339: Status:No connection. Retrying synchronous write I/O 1 of {r.n(5, 26)} times")
+        else:
+            avg, now = r.n(0, 12000), r.n(10500, 130000)
+            det = f"NFS volume {vol} performance has deteriorated. I/O latency increased from average value of "
+            thr = " Exceeded threshold 10000(us)" if r.u() < 0.6 else ""
+            self.k(ms, f"WARNING: NFS: 5544: {det}{avg}(us) to {now}(us).{thr}", "io", True)
+            if r.u() < 0.4:
+                last = f"NFS volume {vol} average I/O latency {r.n(10500, 40000)}(us) has exceeded threshold 10000(us)"
+                self.k(ms + r.n(5000, 60000), f"WARNING: NFS: 5575: {last} for last 10 minutes", "io", True)
+
     def n_warn(self, ms: int) -> None:
         self.k(ms, self.r.pick(_WARN_NOISE), "misc", True)
 
@@ -91,6 +112,8 @@ class NoisyHost(LogSink):
             (u() * 14 + 3, self.n_probe), (u() * 0.6 + 0.1, self.n_rescan), (u() * 6 + 1, self.n_vm),
             (u() * 10 + 2, self.n_misc), (u() * 3 + 0.5, self.n_warn), (u() * 5 + 1, self.n_vob),
         ]  # fmt: skip
+        if self.ctx.nfs_volume:
+            kinds.append((u() * 3 + 0.3, self.n_nfs))
         hours = max(end - start, 0.0) / 3600.0
         for per_hour, fn in kinds:
             n = int(self.rng.poisson(per_hour * hours))

@@ -85,9 +85,44 @@ class _Host(NoisyHost):
             self.k(ms + 1, f"{drv}: {fn}:1879: {nic}: NIC Link is Up {speed}", "net")
         notify = f"NetSchedHClkNotify:2908: {nic}: link {state} notification"
         self.k(ms + self.r.n(1, 9), "netschedHClk: " + notify, "net")
-        self.v(ms, "netCorrelator", f"vob.net.vmnic.linkstate.{state}", f"vmnic {nic} linkstate {state}")
-        esx = f"{'esx.clear' if up else 'esx.problem'}.net.vmnic.linkstate.{state}"
-        self.v(ms + 1, "netCorrelator", esx, f"Physical NIC {nic} linkstate is {state}")
+        style = self.ctx.flap_style
+        if style in ("uplink", "both"):
+            self._uplink_vobs(ms, nic, up)
+        if style != "uplink":
+            self.v(ms, "netCorrelator", f"vob.net.vmnic.linkstate.{state}", f"vmnic {nic} linkstate {state}")
+        if style == "classic":
+            esx = f"{'esx.clear' if up else 'esx.problem'}.net.vmnic.linkstate.{state}"
+            self.v(ms + 1, "netCorrelator", esx, f"Physical NIC {nic} linkstate is {state}")
+
+    def _uplink_vobs(self, ms: int, nic: str, up: bool) -> None:
+        """vobd as a real ESXi uplink flap (shared/samples/real/logs/vobd_uplink_down_up.log): the portgroup
+        transition, the link state, then lost/restored redundancy or connectivity of the virtual switch."""
+        ctx, corr, state = self.ctx, "netCorrelator", "up" if up else "down"
+        vsan = nic in (ctx.vsan_nic, ctx.standby_nic) and bool(ctx.vsan_nic)
+        pg = ctx.portgroup if vsan else self.r.pick(("Management Network", "VM Network"))
+        sw = ctx.vswitch if vsan else "vSwitch0"
+        left = int(bool(ctx.standby_nic)) if vsan else 1
+        if up:
+            self.v(ms, corr, "vob.net.vmnic.linkstate.up", f"vmnic {nic} linkstate up")
+            self.v(ms + self.r.n(50, 200), corr, "vob.net.pg.uplink.transition.up",
+                   f"Uplink:{nic} is up. Affected portgroup: {pg}. {left + 1} uplinks up")  # fmt: skip
+            what = "connectivity restored" if not left or self.r.u() < 0.5 else "redundancy restored"
+            vid = f"esx.clear.net.{what.split()[0]}.restored"
+            text = f'Network {what} on virtual switch "{sw}", portgroups: "{pg}". Physical NIC {nic} is up'
+            if what.startswith("redundancy"):
+                text = f'Uplink redundancy restored on virtual switch "{sw}". Physical NIC {nic} is up. ' \
+                       f'Affected port groups: "{pg}"'  # fmt: skip
+            self.v(ms + self.r.n(1000, 2500), corr, vid, text)
+            return
+        down = f"Uplink: {nic} is {state}. Affected portgroup: {pg}. {left} uplinks up. Failed criteria: 128"
+        self.v(ms, corr, "vob.net.pg.uplink.transition.down", down)
+        self.v(ms + 1, corr, "vob.net.vmnic.linkstate.down", f"vmnic {nic} linkstate down")
+        if left:
+            vid, lost = "esx.problem.net.redundancy.lost", f'Lost uplink redundancy on virtual switch "{sw}".'
+        else:
+            vid, lost = "esx.problem.net.connectivity.lost", f'Lost network connectivity on virtual switch "{sw}".'
+        text = f'{lost} Physical NIC {nic} is down. Affected port groups: "{pg}"'
+        self.v(ms + self.r.n(1000, 2500), corr, vid, text)
 
     def ev_link_down(self, ms: int, a: Attrs) -> None:
         self._link(ms, a, False)

@@ -62,11 +62,16 @@ class LogSink:
         self.seq = 0
 
     # ------------------------------------------------------------------------ line sinks
-    def k(self, ms: int, msg: str, sub: str = "misc", warn: bool = False) -> None:
+    def k(self, ms: int, msg: str, sub: str = "misc", warn: bool = False, op: bool = False) -> None:
+        """A vmkernel line; `op`: logged in an operation's context, so it may carry an `opID=` token."""
         r = self.r
         self.seq += 1
         w = self.worlds[sub][int(r.u() * 3)]
-        self.kern.append((ms, self.seq, warn, f"cpu{int(r.u() * self.ncpu)}:{w}){msg}"))
+        tag = f" opID={self.opid()}" if op and self.ctx.opid_share and r.u() < self.ctx.opid_share else ""
+        self.kern.append((ms, self.seq, warn, f"cpu{int(r.u() * self.ncpu)}:{w}{tag}){msg}"))
+
+    def opid(self) -> str:
+        return f"{self.r.n(0, 1 << 32):08x}"
 
     def v(self, ms: int, corr: str, vid: str, text: str) -> None:
         self.seq += 1

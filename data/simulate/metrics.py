@@ -141,7 +141,7 @@ def _disks(out: Metrics, cluster: Cluster, cond: Conditions, st: State, rng: Rng
             "ssdBytesDrained": st.destage[:, g],
         }
     for i, (_, _, d) in enumerate(cond.devices):
-        kavg = 8e-6 + 4e-6 * st.dev_util[:, i] ** 2  # kernel queueing on top of the device
+        kavg = 8e-6 + 4e-6 * st.dev_util[:, i] ** 2 + cond.kavg_extra[:, i]  # kernel queueing on top
         r, w = st.dev_r[:, i], st.dev_w[:, i]
         davg = (r * st.dev_lat_r[:, i] + w * st.dev_lat_w[:, i]) / np.maximum(r + w, 1e-9)
         m = {

@@ -30,12 +30,13 @@ def format_values(x: np.ndarray, decimals: int) -> str:
     missing = np.isnan(x).any()
     y = np.maximum(np.nan_to_num(x, nan=-1.0) if missing else x, 0.0 if not missing else -1.0)
     if decimals == 0:
-        s = ",".join(map(str, np.rint(y).astype(np.int64).tolist()))
+        parts = list(map(str, np.rint(y).astype(np.int64).tolist()))
     else:
-        s = ",".join(map(f"%.{decimals}f".__mod__, y.tolist()))
-    if missing:
-        s = ",".join("None" if v.startswith("-1") else v for v in s.split(","))
-    return s
+        parts = list(map(f"%.{decimals}f".__mod__, y.tolist()))
+    if missing:  # what prints as -1 is a missing sample
+        for i in np.flatnonzero(np.round(y, decimals) <= -1).tolist():
+            parts[i] = "None"
+    return ",".join(parts)
 
 
 def sample_info(times: np.ndarray) -> str:

@@ -77,6 +77,46 @@ def _write_buffer(
     return fill, drained
 
 
+def _throttled_buffer(
+    other: np.ndarray,
+    demand: np.ndarray,
+    g_e: np.ndarray,
+    f_e: np.ndarray,
+    wb: np.ndarray,
+    cap: np.ndarray,
+    dt: float,
+    fill0: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """As _write_buffer, with LSOM throttling writers sample by sample: writer group e (demand (E, T, G)
+    bytes/s onto every group) is slowed as its own group's fill nears f_e. Also returns (T, E) throttle."""
+    n = other.shape[0]
+    fill, drained = np.empty_like(other), np.empty_like(other)
+    thr = np.empty((n, len(g_e)))
+    f = fill0.copy()
+    pull = wb / 900.0
+    # long samples (300 s) are cut into sub-steps so that the throttle cannot overshoot within one
+    jump = float(np.max((other + demand.sum(0)) / wb)) * dt
+    sub = int(min(12, max(1, np.ceil(jump / 0.04))))
+    step = dt / sub / wb
+    dem = np.ascontiguousarray(demand.transpose(1, 0, 2))  # (T, E, G)
+    d, inflow = np.empty_like(f), np.empty_like(f)
+    for t in range(n):
+        o_t, dm_t, c_t = other[t], dem[t], cap[t]
+        k_sum, d_sum = np.zeros(len(g_e)), np.zeros_like(f)
+        for _ in range(sub):
+            k = np.minimum(np.exp(30.0 * (f_e - f[g_e])), 1.0)
+            np.add(o_t, k @ dm_t, out=inflow)
+            np.multiply(f - 0.3, pull, out=d)
+            d += inflow
+            np.minimum(np.maximum(d, 0.0, out=d), c_t, out=d)
+            f += (inflow - d) * step
+            np.minimum(np.maximum(f, 0.0, out=f), 1.0, out=f)
+            k_sum += k
+            d_sum += d
+        thr[t], fill[t], drained[t] = k_sum / sub, f, d_sum / sub
+    return fill, drained, thr
+
+
 def queue_factor(rho: np.ndarray) -> np.ndarray:
     """M/M/1 stretch 1/(1-rho), continued steeply past 95 % so that demand above capacity is
     throttled by latency (closed loops and oio caps then settle at the capacity)."""
@@ -130,9 +170,21 @@ def solve(
     read_util = np.zeros((n, n_d))
     # what a capacity device absorbs in destage writes when idle (elevator-sorted, 128 KiB)
     destage_dev = np.where(is_cache, 0.0, par / (svc * 0.25 + DESTAGE_IO / bw) * DESTAGE_IO)
+    # LSOM throttles a writer that fills its group's buffer: it settles near the fill its severity sets
+    writers = np.flatnonzero((wl.wb_group >= 0) & np.isfinite(wl.wb_fill))
+    rate = wl.rate.copy() if writers.size else wl.rate
+    g_e, e_of = np.unique(wl.wb_group[writers], return_inverse=True)
+    f_e = np.array([wl.wb_fill[writers][e_of == e][0] for e in range(len(g_e))])
+    w_dem = np.where(np.isfinite(wl.rate[:, writers]), wl.rate[:, writers], 0.0) * (1 - wl.rf[:, writers])
+    w_dem = w_dem * wl.size_w[writers]  # (T, W) bytes/s each writer asks for
+    demand = (
+        np.stack([w_dem[:, e_of == e] @ wl.write_w[writers[e_of == e]] for e in range(len(g_e))])
+        if len(g_e)
+        else np.zeros((0, n, n_g))
+    )
     for it in range(iterations):
         lat = wl.rf * lat_r + (1 - wl.rf) * lat_w
-        new = np.minimum(wl.rate, wl.oio / lat)
+        new = np.minimum(rate, wl.oio / lat)
         iops = new if it == 0 else 0.5 * (iops + new)
         ri = wl.rf * iops * (1 - client_hit)  # (T, V) reads reaching the backend
         wi = (1 - wl.rf) * iops
@@ -141,7 +193,13 @@ def solve(
         dg_rb, dg_wb = rb @ wl.read_w, wbytes @ wl.write_w
         # destage gets what guest reads leave of the capacity devices
         free = (np.clip(0.92 - read_util, 0.05, None) * destage_dev * cond.dev_mult**-1) @ member
-        fill, destage = _write_buffer(dg_wb + cond.resync_w, wb, np.minimum(destage_cap, free), dt, fill0)
+        cap = np.minimum(destage_cap, free)
+        if writers.size:
+            other = dg_wb + cond.resync_w - wbytes[:, writers] @ wl.write_w[writers]
+            fill, destage, thr = _throttled_buffer(other, demand, g_e, f_e, wb, cap, dt, fill0)
+            rate[:, writers] = wl.rate[:, writers] * thr[:, e_of]
+        else:
+            fill, destage = _write_buffer(dg_wb + cond.resync_w, wb, cap, dt, fill0)
         cong = congestion(fill)
 
         if hybrid:

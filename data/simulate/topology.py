@@ -7,7 +7,7 @@ escalations do (3-16 hosts, 1-5 disk groups, hybrid / all-flash / NVMe, 10 or 25
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -110,7 +110,8 @@ _NIC_HW = {
 }
 
 
-def _nics(rng: Rng, n: int, vsan_idx: int, standby: int | None, link: int, mtu: int) -> list[NicInfo]:
+def _nics(rng: Rng, n: int, vsan_idx: int, standby: int | None, link: int, mtu: int, down: int = 0) -> list[NicInfo]:
+    """n ports in use, then `down` unused ports without a cable (nicinfo: Link Down, Speed 0, Half)."""
     out = []
     for i in range(n):
         # vmnic0 is the on-board management port: 1 GbE on many servers, which is benign.
@@ -129,10 +130,14 @@ def _nics(rng: Rng, n: int, vsan_idx: int, standby: int | None, link: int, mtu: 
                 description=desc,
             )
         )
+    for i in range(n, n + down):
+        drv, desc = _NIC_HW[1000 if rng.random() < 0.5 else link]
+        mac = _mac(rng)
+        out.append(NicInfo(f"vmnic{i}", f"0000:{2 + i // 2:02x}:00.{i % 2}", drv, mac, 0, "Half", 1500, desc, False))
     return out
 
 
-def _disk_group(rng: Rng, storage: str, n_cap: int, dedup: bool) -> DiskGroup:
+def _disk_group(rng: Rng, storage: str, n_cap: int, dedup: bool, hw: dict[str, DeviceModel] | None = None) -> DiskGroup:
     if storage == "hybrid":
         cache_hw, cap_hw = SAS_SSD, (HDD if rng.random() < 0.7 else HDD_NL)
         cache_gb = int(rng.choice([400, 800]))
@@ -145,6 +150,8 @@ def _disk_group(rng: Rng, storage: str, n_cap: int, dedup: bool) -> DiskGroup:
         cache_hw, cap_hw = NVME, NVME
         cache_gb = int(rng.choice([800, 1600]))
         wb = min(cache_gb, 600) * 1e9
+    if hw:  # this site's models of the same class: somewhat faster or slower than the reference ones
+        cache_hw, cap_hw = hw.get(cache_hw.model, cache_hw), hw.get(cap_hw.model, cap_hw)
     cache = Disk(_uuid(rng, "52"), _naa(rng, cache_hw), "cache", cache_hw, cache_gb)
     caps = [
         Disk(_uuid(rng, "52"), _naa(rng, cap_hw), "capacity", cap_hw, int(rng.choice([1200, 1920, 3840])))
@@ -192,6 +199,8 @@ def _host(
     esxi: int,
     n_cpus: int,
     ip: str,
+    down: int = 0,
+    hw: dict[str, DeviceModel] | None = None,
 ) -> Host:
     return Host(
         name=name,
@@ -199,8 +208,8 @@ def _host(
         esxi_major=esxi,
         build=str(rng.choice(_BUILDS[esxi])),
         n_cpus=n_cpus,
-        disk_groups=[_disk_group(rng, storage, caps[i], dedup) for i in range(n_dg)],
-        nics=_nics(rng, n_nics, vsan_idx, standby, link, mtu),
+        disk_groups=[_disk_group(rng, storage, caps[i], dedup, hw) for i in range(n_dg)],
+        nics=_nics(rng, n_nics, vsan_idx, standby, link, mtu, down),
         vsan_nic=vsan_idx,
         standby_nic=standby,
         vmk_ip=ip,
@@ -254,6 +263,11 @@ def _field(rng: Rng, dedup_flash: bool) -> Cluster:
     dom = str(rng.choice(_DOMAINS))
     site = str(rng.choice(["ams", "fra", "nyc", "sjc", "sg"]))
     net = int(rng.integers(10, 250))
+    down = int(rng.choice([0, 1, 2], p=[0.65, 0.2, 0.15]))  # unused ports without a cable
+    hw = {  # device speeds vary from site to site (model, firmware, controller)
+        m.model: replace(m, svc_ms=m.svc_ms * rng.uniform(0.75, 1.35), bw_mbs=m.bw_mbs * rng.uniform(0.75, 1.3))
+        for m in (HDD, HDD_NL, SAS_SSD, SATA_SSD, NVME)
+    }
     hosts = [
         _host(
             rng,
@@ -270,6 +284,8 @@ def _field(rng: Rng, dedup_flash: bool) -> Cluster:
             esxi,
             n_cpus,
             f"10.{net}.{i // 200}.{10 + i % 200}",
+            down,
+            hw,
         )
         for i in range(n_hosts)
     ]

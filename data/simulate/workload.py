@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from data.simulate import actors as act
 from data.simulate.plan import Plan
 from data.simulate.topology import Cluster, Rng
 
@@ -33,6 +34,8 @@ class Workload:
     owner_w: np.ndarray  # (V, H) share of the VM's I/O whose DOM owner is on each host
     net: dict[str, np.ndarray]  # (V, H) per byte / per I/O: tx_r rx_r tx_w rx_w cross_r cross_w
     mix: str  # human-readable description
+    wb_fill: np.ndarray  # (V,) write-buffer fill at which LSOM throttles this writer; NaN: never
+    wb_group: np.ndarray  # (V,) the group whose fill throttles it; -1: none
 
 
 def smooth(rng: Rng, n: int, cols: int, knots: int, lo: float, hi: float) -> np.ndarray:
@@ -181,19 +184,22 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
     else:
         mix = rng.choice(list(PROFILES), size=int(rng.integers(1, 4)), replace=False)
         kinds = [str(mix[i % len(mix)]) for i in range(n_h * int(rng.integers(1, 4)))]
-    if "cluster.low_oio" in faults:  # a small benchmark: a VM or two per host, one thread per disk
+    low = faults.get("cluster.low_oio")
+    n_bg = 0
+    if low is not None:  # a small benchmark, a VM or two per host, 1-2 threads per disk; maybe light guests
+        n_bg = int(rng.integers(0, n_h + 1)) if low.severity < 0.85 else 0
         kinds = ["hcibench"] * int(rng.integers(max(1, n_h // 2), n_h + 1))
+        kinds += [str(rng.choice(["oltp", "vdi", "fileserver"])) for _ in range(n_bg)]
     client = [i % n_h for i in range(len(kinds))]
-    # fault actors: extra VMs whose I/O starts at the fault's onset
+    # fault actors: extra VMs whose I/O starts at the fault's onset (or a benign burst's start)
     pin: dict[int, int] = {}
-    actor: dict[int, str] = {}
-    for f in plan.faults:
-        if f.fault in ("dg.write_buffer", "disk.hotspot"):
-            for _ in range(2):
-                pin[len(kinds)] = f.dg
-                actor[len(kinds)] = f.fault
-                kinds.append("seqwrite" if f.fault == "dg.write_buffer" else "hcibench")
-                client.append(int(rng.integers(n_h)))
+    actor: dict[int, tuple[str, act.Driver]] = {}
+    for kind, ev in act.drivers(plan):
+        for _ in range(2):
+            pin[len(kinds)] = ev.dg
+            actor[len(kinds)] = (kind, ev)
+            kinds.append("hcibench" if kind == "disk.hotspot" else "seqwrite")
+            client.append(int(rng.integers(n_h)))
     v = len(kinds)
     clients = np.array(client)
     n_vmdk = np.array(
@@ -215,10 +221,12 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
     share /= share.sum()
     w_budget, r_budget = _budgets(cluster)
     u = rng.uniform(0.08, 0.4)  # how hard the guests push, as a share of what the cluster sustains
+    if low is not None:  # devices from idle to moderately busy: the milder, the busier
+        u = rng.uniform(0.03, 0.2) * (1.15 - low.severity)
     # an under-driven benchmark is a small-block one: with large blocks one thread already fills the pipe
     profiles = HCIBENCH[:2] + HCIBENCH[3:4] if "cluster.low_oio" in faults else HCIBENCH
     hb_read, hb_kib = profiles[int(rng.integers(len(profiles)))]
-    threads = 1 if "cluster.low_oio" in faults else int(rng.choice([2, 4, 8, 16]))
+    threads = int(low.param) if low is not None else int(rng.choice([2, 4, 8, 16]))
     hb_start = (
         faults["cluster.low_oio"].onset
         if "cluster.low_oio" in faults
@@ -245,19 +253,9 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
         else:  # interactive users: daily cycle and bursts
             oio[:, j] = 32.0 * n_vmdk[j]
             rate[:, j] = iops * level[:, j] * diurnal * np.minimum(bursts[:, j], 1.0 / max(u, 0.25))
-    for j, kind in actor.items():
-        f = faults[kind]
-        ramp = np.clip((np.arange(n) - f.onset + 1) / 3.0, 0, 1)
-        if kind == "disk.hotspot":  # benchmark threads, as many as the tester dared
-            oio[:, j] = 16 * (0.5 + f.severity) * n_vmdk[j] * ramp
-            rate[:, j] = np.inf
-        else:  # a bulk writer (ETL, backup target): more than that group destages, not more than
-            # the mirror copies' groups absorb, since only the slow group's buffer is at fault
-            grp = cluster.disk_groups[f.dg][1]
-            total = grp.destage_mbs * 1e6 * min(0.45 * (len(cluster.disk_groups) - 1), 1.2 + 1.3 * f.severity)
-            oio[:, j] = 16.0 * n_vmdk[j] * ramp
-            rate[:, j] = total / 2 / size_w[j] * ramp
     _tame(cluster, rate, rf, size_r, size_w, locality, m, [j for j in range(v) if j not in actor])
+    wb_fill, wb_group = np.full(v, np.nan), np.full(v, -1, dtype=int)
+    act.drive(cluster, n, plan.grid.dt, actor, oio, rate, size_w, n_vmdk, wb_fill, wb_group, rng)
     # display names as an admin would give them: nothing in a name tells who causes a fault
     stems = {
         "oltp": ("sql", "oradb", "erp"),
@@ -286,4 +284,6 @@ def build_workload(cluster: Cluster, plan: Plan, rng: Rng) -> Workload:
         m["owner_w"],
         net,
         desc,
+        wb_fill,
+        wb_group,
     )

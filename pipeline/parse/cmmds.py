@@ -195,6 +195,8 @@ def parse_cmmds_stream(chunks: Iterable[bytes], where: str, max_components: int 
                 )
     if bad:
         cm.warnings.append(f"{where}: {bad} CMMDS entries unreadable")
+    if not cm.hosts and not cm.disks and not bad:  # e.g. nested lists and no entry: say so, never silent
+        cm.warnings.append(f"{where}: no HOSTNAME or DISK entry read; the topology comes from the other sources")
     if entries.truncated:
         cm.warnings.append(f"{where}: a string longer than {MAX_ENTRY_CHARS} bytes; the rest of the file ignored")
     return cm

@@ -32,10 +32,14 @@ class VmkNic:
 
 @dataclass
 class NicRow:
+    """One `esxcli network nic list` row. A port whose link is down reports `Speed 0` and (often)
+    `Duplex Half`: that is no negotiation at all, not a 0 Mb/s half-duplex link, so its speed and
+    duplex are unknown (None) and only `link_up` False says what is wrong with it."""
+
     name: str
     link_up: bool | None
-    speed_mbps: float | None
-    duplex_full: bool | None
+    speed_mbps: float | None  # None: not reported, or the link is down
+    duplex_full: bool | None  # None: not reported, or the link is down
     mtu: float | None
     driver: str | None
 
@@ -108,8 +112,44 @@ def _num(v: str | None) -> float | None:
         return None
 
 
+def _link_details(lines: list[str]) -> dict[str, bool]:
+    """Per vmnic, the link state of nicinfo.sh's per-NIC blocks (`NIC:  vmnicN`, then `NICInfo:` with
+    `Link Detected: false` and, on some versions, `Link Status: Down`); False where any says down."""
+    out: dict[str, bool] = {}
+    nic = None
+    for line in lines:
+        s = line.strip()
+        if s.startswith("NIC:"):
+            parts = s[4:].split(None, 1)
+            nic = parts[0] if parts and parts[0].startswith("vmnic") else None
+        elif s and not line[0].isspace() and s != "NICInfo:":
+            nic = None  # another section of the script's output
+        elif nic is not None and s.startswith(("Link Detected:", "Link Status:")):
+            v = s.split(":", 1)[1].strip().lower()
+            if v in ("false", "down"):
+                out[nic] = False
+            elif v in ("true", "up"):
+                out.setdefault(nic, True)
+    return out
+
+
+def _row(name: str, link: str, speed: float | None, duplex: str, detected: bool | None) -> NicRow:
+    """What an engineer reads in a row: a link reported down (Link Status, or Link Detected: false in
+    the NIC's details), or with no speed (0), has no negotiated speed or duplex to judge."""
+    up = True if link == "up" else False if link == "down" else None
+    if detected is False or (up is None and speed == 0):
+        up = False
+    elif up is None:
+        up = detected
+    full = True if duplex == "full" else False if duplex == "half" else None
+    if up is False or speed == 0:
+        speed, full = None, None
+    return NicRow(name=name, link_up=up, speed_mbps=speed, duplex_full=full, mtu=None, driver=None)
+
+
 def parse_nicinfo(text: str) -> list[NicRow]:
     lines = text.splitlines()
+    details = _link_details(lines)
     for i, line in enumerate(lines):
         if not (line.startswith("Name") and "Speed" in line and "Duplex" in line):
             continue
@@ -141,15 +181,9 @@ def parse_nicinfo(text: str) -> list[NicRow]:
                 speed = next((float(t) for t in toks[3:] if t.isdigit()), speed)
                 duplex = next((t.lower() for t in toks if t in ("Full", "Half")), duplex)
                 link = next((t.lower() for t in toks[3:5][::-1] if t in ("Up", "Down")), link)
-            out.append(
-                NicRow(
-                    name=name.split()[0],
-                    link_up=True if link == "up" else False if link == "down" else None,
-                    speed_mbps=speed,
-                    duplex_full=True if duplex == "full" else False if duplex == "half" else None,
-                    mtu=_num(cells.get("MTU")),
-                    driver=cells.get("Driver") or None,
-                )
-            )
+            name = name.split()[0]
+            r = _row(name, link, speed, duplex, details.get(name))
+            r.mtu, r.driver = _num(cells.get("MTU")), cells.get("Driver") or None
+            out.append(r)
         return out
     return []

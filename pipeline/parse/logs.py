@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+from pipeline.parse.linkvob import LinkTracker
+
 _TS: Final = re.compile(rb"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?Z")
 _SCSI: Final = re.compile(
     r'to dev "(?P<dev>[^"]+)" failed H:0x(?P<h>[0-9a-fA-F]+) D:0x(?P<d>[0-9a-fA-F]+) P:0x(?P<p>[0-9a-fA-F]+)'
@@ -22,7 +24,18 @@ _LINK_WORD: Final = re.compile(r"\bLink (Down|Up)\b", re.IGNORECASE)
 _LINK_NIC: Final = re.compile(r"\b(vmnic\d+)\b", re.IGNORECASE)
 _PERM: Final = re.compile(r"device ([0-9a-fA-F-]{32,36}) is under permanent error")
 _VOB: Final = re.compile(r"\]\s*\d+us: \[([A-Za-z0-9_.]+)\]\s*(.*)")
-_UUID: Final = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+# A UUID standing as its own token: not the tail of a longer name (an NFS volume `fi-<uuid>`).
+_UUID: Final = re.compile(r"(?<![\w-])[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?![\w-])")
+# What precedes a vmkernel/vmkwarning message after the timestamp: ESXi 8's syslog severity and source
+# (`In(182) vmkernel: `, `Wa(180) vmkwarning: `), then `cpuN:world`, then optional tokens such as
+# `opID=a9f5cca4`, up to the `)`. The matchers read only the message after it, so every shape reads
+# the same and a token of the prefix (an opID shaped like a UUID) is never taken for the message's.
+# Anchored (match) and every run bounded: linear.
+_PREFIX: Final = re.compile(
+    rb"[ \t]{0,8}(?:[A-Z][a-z]\(\d{1,4}\)[ \t]{1,8})?(?:[A-Za-z][\w.-]{0,63}:[ \t]{1,8})?"
+    rb"cpu\d{1,6}:\d{1,12}(?:[ \t][^)\n]{0,512})?\)"
+)
+_PREFIX_S: Final = re.compile(_PREFIX.pattern.decode())
 # A device name: a prefix, then a run of name characters that must end at a delimiter. The run is
 # matched once from the first prefix in it (possessive), never again from each prefix inside it.
 _DEV_START: Final = re.compile(r"\b(?:naa|eui|t10|mpx)\.")
@@ -153,11 +166,26 @@ def _scsi(t: float, m: re.Match[str]) -> LogEvent:
     return LogEvent(t, kind, device=dev)
 
 
+def message(text: str) -> str:
+    """A vmkernel/vmkwarning line's message: the text after its `[severity source:] cpuN:world [opID=…])`
+    prefix (the timestamp already cut off), or the whole text where there is no such prefix."""
+    m = _PREFIX_S.match(text)
+    return text[m.end() :] if m else text
+
+
 def event_of(t: float, text: str) -> LogEvent | None:
+    """The event a vmkernel/vmkwarning line (after its timestamp) reports, read from its message."""
+    return _message_event(t, message(text))
+
+
+def _message_event(t: float, text: str) -> LogEvent | None:
     if "ScsiDeviceIO" in text or "failed H:0x" in text:
         m = _SCSI.search(text)
         if m:
             return _scsi(t, m)
+    if "performance has" in text:
+        # A device's latency ("Device naa.… performance has deteriorated"), never an NFS datastore's
+        # ("NFS volume <name> performance has deteriorated", ESXi 8): that is not a vSAN disk.
         m2 = _DETER.search(text)
         if m2:
             return LogEvent(t, "deteriorated" if m2[2] == "deteriorated" else "improved", device=m2[1])
@@ -202,8 +230,10 @@ def vob_event(t: float, text: str) -> LogEvent | None:
     if m is None:
         return None
     rest = m[2]
-    dev = device_in(rest)
     nic = _VMNIC.search(rest)
+    if ".nfs." in m[1] or "NFS" in rest:  # an NFS server or datastore: never a vSAN device or disk
+        return LogEvent(t, "vob", vmnic=nic[1] if nic else None, detail=m[1])
+    dev = device_in(rest)
     u = _UUID.search(rest)
     return LogEvent(
         t,
@@ -217,12 +247,15 @@ def vob_event(t: float, text: str) -> LogEvent | None:
 
 def parse_log(lines: Iterable[bytes], source: str, budget: EventBudget | None = None, scope: str = "") -> LogFile:
     """Lines must already be bounded in length (textio.BoundedLines): every regex here is linear, but
-    a line's cost is still its length."""
+    a line's cost is still its length. A network VOB that changes its vmnic's link state adds a link
+    event (linkvob.LinkTracker) after its VOB event."""
     out = LogFile(source)
+    links = LinkTracker()
     budget = budget or EventBudget()
     vobd = source == "vobd"
     # What a line means does not depend on its timestamp (always ending in "Z"): repeated messages
-    # (a flapping link, a failing device: the lines an attack repeats too) are matched once.
+    # (a flapping link, a failing device: the lines an attack repeats too) are matched once. Nor on its
+    # vmkernel prefix (cpu, world, opID): a message is matched once whichever world logged it.
     memo: dict[bytes, LogEvent | None] = {}
     for raw in lines:
         if not raw or raw.isspace():
@@ -240,20 +273,24 @@ def parse_log(lines: Iterable[bytes], source: str, budget: EventBudget | None = 
         vob = vobd or b"us: [" in raw
         if not vob and not _candidate(raw):
             continue
-        body = raw[body_at:]
+        pre = None if vob else _PREFIX.match(raw, body_at)
+        body = raw[pre.end() if pre else body_at :]
         if body in memo:
             hit = memo[body]
         else:
-            text = raw.decode("utf-8", "replace")
-            hit = vob_event(0.0, text) if vob else event_of(0.0, text)
+            text = body.decode("utf-8", "replace")
+            hit = vob_event(0.0, text) if vob else _message_event(0.0, text)
             if hit is not None:  # names repeat across events: one copy each
                 hit = LogEvent(0.0, hit.kind, *(None if v is None else sys.intern(v) for v in hit[2:]))
             if len(memo) < MEMO_LINES and len(body) <= MEMO_LINE_BYTES:
                 memo[body] = hit
         if hit is None:
             continue
-        if budget.admit(scope, hit):
-            out.events.append(LogEvent(t, *hit[1:]))
-        else:
-            out.dropped += 1
+        ev = LogEvent(t, *hit[1:])
+        link = links.event(ev) if hit.kind == "vob" else None
+        for e in (ev,) if link is None else (ev, link):
+            if budget.admit(scope, e):
+                out.events.append(e)
+            else:
+                out.dropped += 1
     return out

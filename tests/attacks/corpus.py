@@ -1,10 +1,6 @@
-"""Crafted uploads that once broke the parser (issue 18), written small on disk.
-
-Each generator writes one file into a folder and returns a `Case`: the path and what `vsandx parse`
-must do with it — refuse it (exit status 1, a message naming the file and the limit or check) or
-parse it, with a warning naming what was cut where one is expected. Gigabyte contents cost
-megabytes: a 1 MiB block is gzip-compressed once and its compressed bytes repeated (a gzip stream
-may be a run of members), so the reader decompresses all of it while the disk holds little.
+"""The attack corpus of issue 18: every crafted upload, by name. `tests/pipeline/test_attacks.py` runs
+each through `vsandx parse`, `tests/service/test_attacks_upload.py` through the upload API and a
+worker; both assert the outcome, the peak memory and the time.
 
 Cases that test a content budget behind a highly compressible payload set `env` to lift the
 compression-ratio limit: it is a separate defence, and an incompressible upload of the same content
@@ -13,236 +9,28 @@ compression-ratio limit: it is a separate defence, and an incompressible upload 
 
 from __future__ import annotations
 
-import ast
-import gzip
-import struct
-import tarfile
-import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.pipeline.pipeline_fixtures import build_bundle
+from tests.attacks import broke, held
+from tests.attacks.build import Case
 
-MiB = 1024 * 1024
-NO_RATIO = {"VSANDX_PIPELINE_MAX_RATIO": "1000000000"}
-
-
-@dataclass
-class Case:
-    name: str
-    path: Path
-    outcome: str  # "reject": exit 1 and `expect` in the message; "warn": parsed and `expect` in a warning
-    expect: str  # "ok": parsed (expect empty)
-    env: dict[str, str] = field(default_factory=dict)
-    where: str = ""  # the file or member a refusal must name
-
-
-@dataclass
-class Big:
-    """A member of `head + block * n + tail` bytes, `block` compressed once."""
-
-    head: bytes
-    block: bytes
-    n: int
-    tail: bytes = b""
-
-    @property
-    def size(self) -> int:
-        return len(self.head) + len(self.block) * self.n + len(self.tail)
-
-
-def _base() -> tuple[dict[str, bytes], str]:
-    files, _truth = build_bundle(n_hosts=2, hours=0.5, interval=60, n_vms=2, esxtop_rows=5)
-    top = sorted({k.split("/")[0] for k in files if k.startswith("esx-")})[0]
-    return files, top
-
-
-def _header(name: str, size: int, kind: bytes = tarfile.REGTYPE, link: str = "") -> bytes:
-    ti = tarfile.TarInfo(name)
-    ti.size, ti.type, ti.linkname, ti.mtime = size, kind, link, 1772445600
-    return ti.tobuf(tarfile.GNU_FORMAT)
-
-
-def _pad(n: int) -> bytes:
-    return b"\0" * (-n % 512)
-
-
-def write_tgz(path: Path, files: dict[str, bytes], big: dict[str, Big] | None = None, extra: bytes = b"") -> Path:
-    """A .tgz of `files` and `big` members (and `extra` raw tar blocks) as a run of gzip members."""
-    with open(path, "wb") as out:
-        small = b"".join(_header(n, len(d)) + d + _pad(len(d)) for n, d in sorted(files.items())) + extra
-        out.write(gzip.compress(small, 6))
-        for name, b in (big or {}).items():
-            out.write(gzip.compress(_header(name, b.size) + b.head, 6))
-            packed = gzip.compress(b.block, 9)
-            for _ in range(b.n):
-                out.write(packed)
-            out.write(gzip.compress(b.tail + _pad(b.size), 6))
-        out.write(gzip.compress(b"\0" * 1024))
-    return path
-
-
-def _fill(unit: bytes, size: int = MiB) -> bytes:
-    return unit * max(1, size // len(unit))
-
-
-# ------------------------------------------------------------------ the cases of issue 18
-def cmmds_disks(d: Path) -> Case:
-    files, top = _base()
-    key = f"{top}/commands/cmmds-tool_find--f-python.txt"
-    host = next(e["uuid"] for e in ast.literal_eval(files[key].decode()) if e["type"] == "HOSTNAME")
-    entry = "{'uuid': 'd%d', 'owner': '" + host + "', 'type': 'DISK', 'content': '{\"devName\": \"naa.%d\"}'}"
-    text = "[" + ", ".join(entry % (i, i) for i in range(200_000)) + "]\n"
-    files[key] = files[key].rstrip()[:-1] + b", " + text[1:].encode()  # the real entries, then 200,000 disks
-    return Case(
-        "cmmds_200k_disks", write_tgz(d / "cmmds-disks.tgz", files), "reject", "max_components", where="cmmds-tool_find"
-    )
-
-
-def perf_json_flood(d: Path) -> Case:
-    files, _top = _base()
-    big = Big(b'[{"entityRefId": "host-cpu:x", "sampleInfo": "", "value": []}, ', _fill(b"{}, "), 240, b"{}]")
-    return Case(
-        "perf_json_240mb",
-        write_tgz(d / "perf-json.tgz", files, {"perf.json": big}),
-        "reject",
-        "max_perf_entities",
-        NO_RATIO,
-        where="perf.json",
-    )
-
-
-_ENTITY = (
-    b"<VsanPerfEntityMetricCSV><entityRefId>virtual-machine:x</entityRefId><sampleInfo>2026-03-02 10:00:00"
-    b"</sampleInfo><value><metricId><label>iopsRead</label></metricId><values>1</values></value>"
-    b"</VsanPerfEntityMetricCSV>"
-)
-_DUMP = "commands/python_usrlibvmwarevsanperfsvcvsan-perfsvc-statuspyc-perf_stats_with_dump.txt"
-
-
-def perf_xml_line(d: Path) -> Case:
-    files, top = _base()
-    big = Big(b"--------------SOAP stats dump--------------\n<obj>", _fill(_ENTITY), 250, b"</obj>\n")
-    path = write_tgz(d / "perf-line.tgz", files, {f"{top}/{_DUMP}": big})
-    return Case("perf_xml_250mb_line", path, "reject", "max_perf_entities", NO_RATIO, where="perf_stats_with_dump")
-
-
-def perf_xml_giant_entity(d: Path) -> Case:
-    files, top = _base()
-    head = b"--------------SOAP stats dump--------------\n<obj><VsanPerfEntityMetricCSV><sampleInfo>"
-    big = Big(head, _fill(b"2026-03-02 10:00:00,"), 250, b"</sampleInfo></VsanPerfEntityMetricCSV></obj>\n")
-    path = write_tgz(d / "perf-entity.tgz", files, {f"{top}/{_DUMP}": big})
-    return Case("perf_xml_250mb_entity", path, "reject", "max_entity_bytes", NO_RATIO, where="perf_stats_with_dump")
-
-
-def link_log(d: Path) -> Case:
-    files, top = _base()
-    lines = b"".join(
-        b"2026-03-02T10:05:%02d.000Z cpu1:1)vmnic1 : 0000:04:00.1 Link %s\n" % (i % 60, b"Down" if i % 2 else b"Up")
-        for i in range(120)
-    )
-    path = write_tgz(d / "link-log.tgz", files, {f"{top}/var/run/log/vmkernel.log": Big(b"", _fill(lines), 1000)})
-    return Case("vmnic_log_1gib", path, "warn", "max_log_bytes", NO_RATIO)
-
-
-def _zip_shared_entry(path: Path, records: int, size_mib: int) -> Path:
-    """One deflated entry of `size_mib` MiB of zeros, named by `records` central records."""
-    c = zlib.compressobj(9, zlib.DEFLATED, -15)
-    block = c.compress(b"\0" * MiB) + c.flush(zlib.Z_FULL_FLUSH)  # independent: repeatable
-    last = c.flush()
-    crc = 0
-    for _ in range(size_mib):
-        crc = zlib.crc32(b"\0" * MiB, crc)
-    size, csize = size_mib * MiB, len(block) * size_mib + len(last)
-    name = b"esx-a-2026-03-02--10.00-1/var/run/log/vmkernel.log"  # a member the parser reads
-    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 8, 0, 0, crc, csize, size, len(name), 0) + name
-    central = struct.pack(
-        "<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 8, 0, 0, crc, csize, size, len(name), 0, 0, 0, 0, 0, 0
-    )
-    with open(path, "wb") as out:
-        out.write(local)
-        for _ in range(size_mib):
-            out.write(block)
-        out.write(last)
-        start = out.tell()
-        out.write((central + name) * records)
-        cd = out.tell() - start
-        out.write(struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, records, records, cd, start, 0))
-    return path
-
-
-def zip_shared_entry(d: Path) -> Case:
-    path = _zip_shared_entry(d / "shared-entry.zip", 40_000, 1024)
-    return Case(
-        "zip_40k_records_one_entry", path, "reject", "several central records point at the same data", where=path.name
-    )
-
-
-def esxtop_columns(d: Path) -> Case:
-    files, top = _base()
-    cols = ",".join(f'"\\\\h\\Physical Disk SCSI Device(naa.{i})\\Commands/sec"' for i in range(1_000_000))
-    row = '"03/02/2026 10:00:00",' + "1," * 1_000_000
-    files[f"{top}/esxtop-wide.csv"] = f'"(PDH-CSV 4.0) (UTC)(0)",{cols}\n{row}\n'.encode()
-    return Case("esxtop_1m_columns", write_tgz(d / "esxtop-wide.tgz", files), "warn", "max_esxtop_columns")
-
-
-def cmmds_250mb(d: Path) -> Case:
-    files, top = _base()
-    key = f"{top}/commands/cmmds-tool_find--f-python.txt"
-    orig = files.pop(key).rstrip()[:-1]  # "[{…}, {…}" without its closing bracket
-    node = (
-        b"{'uuid': '5e1a6c2f-0b7e-4f3a-9d52-2c1e8b7a6f00', 'owner': '5e1a6c2f-0b7e-4f3a-9d52-2c1e8b7a6f01', "
-        b"'type': 'DOM_OBJECT', 'health': 'Healthy', 'revision': 12, 'minHostVersion': 3, "
-        b'\'content\': \'{"type": "Configuration", "attributes": {"CSN": 7, "addressSpace": 273804165120}}\'}, '
-    )
-    big = Big(orig + b", ", _fill(node), 245, b"{'uuid': 'z', 'type': 'NODE', 'content': '{}'}]\n")
-    return Case("cmmds_250mb", write_tgz(d / "cmmds-big.tgz", files, {key: big}), "ok", "", NO_RATIO)
-
-
-def tar_nested_zip(d: Path) -> Case:
-    files, _top = _base()
-    n, name = 450, b"esx-b/big.log"
-    crc = 0
-    for _ in range(n):
-        crc = zlib.crc32(b"\0" * MiB, crc)
-    size = n * MiB
-    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, crc, size, size, len(name), 0) + name
-    central = struct.pack(
-        "<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, crc, size, size, len(name), 0, 0, 0, 0, 0, 0
-    )
-    eocd = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 1, 1, len(central + name), len(local) + size, 0)
-    big = Big(local, b"\0" * MiB, n, central + name + eocd)
-    path = write_tgz(d / "nested-zip.tgz", files, {"vcenter-export.zip": big})
-    return Case("tar_with_450mb_zip", path, "reject", "max_nested_zip_bytes", NO_RATIO, where="vcenter-export.zip")
-
-
-def link_regex_line(d: Path) -> Case:
-    files, top = _base()
-    line = b"2026-03-02T10:05:00.000Z cpu1:1)Link " + b"vmnic1 " * 150_000 + b"\n"
-    files[f"{top}/var/run/log/vmkernel.log"] = files[f"{top}/var/run/log/vmkernel.log"] + line
-    return Case("link_regex_1mb_line", write_tgz(d / "link-line.tgz", files), "warn", "max_line_bytes")
-
-
-def links_and_devices(d: Path) -> Case:
-    files, top = _base()
-    extra = _header(f"{top}/var/run/log/evil.log", 0, tarfile.SYMTYPE, "/etc/shadow")
-    extra += _header(f"{top}/dev-null", 0, tarfile.CHRTYPE)
-    path = write_tgz(d / "links.tgz", files, extra=extra)
-    return Case("symlink_and_device", path, "warn", f"skipped {top}/var/run/log/evil.log (symlink)")
-
+__all__ = ["CASES", "SLOW", "Case"]
 
 CASES: dict[str, Callable[[Path], Case]] = {
-    "cmmds_200k_disks": cmmds_disks,
-    "perf_json_240mb": perf_json_flood,
-    "perf_xml_250mb_line": perf_xml_line,
-    "perf_xml_250mb_entity": perf_xml_giant_entity,
-    "vmnic_log_1gib": link_log,
-    "zip_40k_records_one_entry": zip_shared_entry,
-    "esxtop_1m_columns": esxtop_columns,
-    "cmmds_250mb": cmmds_250mb,
-    "tar_with_450mb_zip": tar_nested_zip,
-    "link_regex_1mb_line": link_regex_line,
-    "symlink_and_device": links_and_devices,
+    "cmmds_200k_disks": broke.cmmds_disks,
+    "perf_json_240mb": broke.perf_json_flood,
+    "perf_xml_250mb_line": broke.perf_xml_line,
+    "perf_xml_250mb_entity": broke.perf_xml_giant_entity,
+    "vmnic_log_1gib": broke.link_log,
+    "zip_40k_records_one_entry": broke.zip_shared_entry,
+    "esxtop_1m_columns": broke.esxtop_columns,
+    "cmmds_250mb": broke.cmmds_250mb,
+    "tar_with_450mb_zip": broke.tar_nested_zip,
+    "link_regex_1mb_line": broke.link_regex_line,
+    "symlink_and_device": broke.links_and_devices,
+    **held.HELD,
 }
-SLOW = frozenset({"vmnic_log_1gib", "cmmds_250mb", "tar_with_450mb_zip", "zip_40k_records_one_entry"})
+SLOW = frozenset(
+    {"vmnic_log_1gib", "cmmds_250mb", "tar_with_450mb_zip", "zip_40k_records_one_entry", "million_members"}
+)

@@ -53,22 +53,25 @@ def _busy_before(b: Bundle, f: Injected) -> bool:
 
 @pytest.mark.parametrize(("profile", "seed"), CASES)
 def test_packet_loss(profile: str, seed: int) -> None:
+    """What every cause shares: the host's TCP view loses and retransmits (from 0.5 per-mille). Which
+    NIC counters move depends on the cause (tests/data/test_causes.py): v1 always wrote CRC errors."""
     b, f = _one(profile, seed, "net.packet_loss")
     host = b.cluster.hosts[f.host]
     nic = host.nics[f.nic].name
     pn = f"{host.uuid}|{nic}"
-    _, after = split(b, series(b, "vsan-pnic-net", pn, "rxCrcErr"), f.onset)
-    assert np.nansum(after) > 0
-    assert np.nanmedian(split(b, series(b, "vsan-pnic-net", pn, "rxPacketsLossRate"), f.onset)[1]) > 1.0
-    assert np.nanmedian(split(b, series(b, "vsan-pnic-net", pn, "portRxDrops"), f.onset)[1]) > 0.3
-    assert np.nanmedian(split(b, series(b, "vsan-host-net", host.uuid, "tcpTxRexmitRate"), f.onset)[1]) > 1.0
-    assert np.nanmedian(split(b, series(b, "vsan-host-net", host.uuid, "tcpRxErrRate"), f.onset)[1]) > 0.5
-    # not on healthy uplinks: no CRC errors, no loss beyond benign blips
-    for h in b.cluster.hosts:
+    crc = np.nansum(split(b, series(b, "vsan-pnic-net", pn, "rxCrcErr"), f.onset)[1])
+    assert (crc > 0) == (f.cause in ("cable_crc", "intermittent_optic")) or np.isnan(
+        series(b, "vsan-pnic-net", pn, "rxCrcErr")
+    ).all()
+    assert np.nanmean(split(b, series(b, "vsan-host-net", host.uuid, "rxPacketsLossRate"), f.onset)[1]) > 0.25
+    assert np.nanmean(split(b, series(b, "vsan-host-net", host.uuid, "tcpTxRexmitRate"), f.onset)[1]) > 0.25
+    # not on healthy uplinks: no loss beyond benign blips (a benign blip may count a few CRC errors)
+    blips = {e.host for e in b.plan.benign if e.kind == "crc_blip"}
+    for hi, h in enumerate(b.cluster.hosts):
         for n in h.nics:
             if (h.uuid, n.name) != (host.uuid, nic):
                 other = f"{h.uuid}|{n.name}"
-                assert np.nansum(series(b, "vsan-pnic-net", other, "rxCrcErr")) == 0
+                assert np.nansum(series(b, "vsan-pnic-net", other, "rxCrcErr")) <= (30 if hi in blips else 0)
                 assert np.nanmax(series(b, "vsan-pnic-net", other, "rxPacketsLossRate")) < 0.5
     # devices stay normal: no device of the cluster is slowed by a network fault
     for d in b.cluster.hosts[f.host].disks:
@@ -82,8 +85,10 @@ def test_packet_loss(profile: str, seed: int) -> None:
 def test_packet_loss_shows_in_esxtop() -> None:
     """Where an engineer captured esxtop on the host after the onset, the vmnic's port drops packets."""
     seen = 0
-    for profile, seed in [("lab", s) for s in range(16)]:
+    for profile, seed in [("lab", s) for s in range(24)]:
         b, f = _one(profile, seed, "net.packet_loss")
+        if f.cause in ("stack_drop", "intermittent_optic"):  # the NIC drops nothing / only in bursts
+            continue
         host = b.cluster.hosts[f.host]
         onset_t = float(b.plan.grid.times[f.onset])
         for col, t, v in esxtop_columns(b, host.name, "Network Port", "% Received Packets Dropped"):
@@ -106,6 +111,8 @@ def test_disk_latency_shows_in_esxtop_davg() -> None:
         cols = esxtop_columns(
             b, b.cluster.hosts[h].name, "Physical Disk SCSI Device", "Average Driver MilliSec/Command"
         )
+        if np.nanmedian(split(b, series(b, *disk_entity(d), "iopsDevRead"), f.onset)[1]) < 1:
+            continue  # an idle device's commands are too few to average
         mine = [(t, v) for c, t, v in cols if f"({d.dev})" in c]
         others = [np.nanmedian(v[1:]) for c, t, v in cols if f"({d.dev})" not in c]
         for t, v in mine:
@@ -119,11 +126,17 @@ def test_disk_latency_shows_in_esxtop_davg() -> None:
 def test_packet_loss_slows_other_hosts() -> None:
     """DOM client latency rises cluster-wide for I/O that touches the lossy host."""
     rises = 0
-    cases = [c for c in CASES if _busy_before(*_one(c[0], c[1], "net.packet_loss"))]
+    # from ~2.5 per-mille: at the mild edge (0.5) retransmits barely move the guests' latency
+    cases = [
+        c
+        for c in CASES
+        if _busy_before(*_one(c[0], c[1], "net.packet_loss")) and _one(c[0], c[1], "net.packet_loss")[1].severity > 0.4
+    ]
     for profile, seed in cases:
         b, f = _one(profile, seed, "net.packet_loss")
         before, after = split(b, _guest_latency(b), f.onset)
-        rises += np.nanmedian(after) > 1.05 * np.nanmedian(before[before > 0])
+        q = 90 if f.cause == "intermittent_optic" else 50  # bursts: the spikes rise, not the median
+        rises += np.nanpercentile(after, q) > 1.05 * np.nanpercentile(before[before > 0], q)
     assert rises >= 0.8 * len(cases)
 
 
@@ -135,12 +148,12 @@ def test_link_degraded(profile: str, seed: int) -> None:
     folder = next((p for p in b.files if p.startswith(f"esx-{host.name}-") and p.endswith("nicinfo.sh.txt")), None)
     if folder is not None:
         row = next(line for line in b.files[folder].decode().splitlines() if line.startswith(nic.name + " "))
-        assert " 1000 " in row
-        assert ("Half" in row) == (f.variant == "duplex")
+        assert f" {int(f.param)} " in row and int(f.param) in (100, 1000)
+        assert ("Half" in row) == (f.cause == "half_duplex")
     pn = f"{host.uuid}|{nic.name}"
     rx, tx = series(b, "vsan-pnic-net", pn, "rxThroughput"), series(b, "vsan-pnic-net", pn, "txThroughput")
     _, after = split(b, np.maximum(rx, tx), f.onset)
-    assert np.nanmax(after) < 1.2e8  # a 1 Gb/s link carries ~117 MB/s at most
+    assert np.nanmax(after) < 1.2e8 * f.param / 1000  # a 1 Gb/s link carries ~117 MB/s at most
     assert np.nansum(series(b, "vsan-pnic-net", pn, "rxCrcErr")) == 0  # little or no packet error
     for h in b.cluster.hosts:  # every other vSAN uplink runs at the designed speed
         if h is not host:
@@ -172,7 +185,7 @@ def test_disk_latency(profile: str, seed: int) -> None:
     )
     assert np.nanmedian(split(b, iops, f.onset)[1]) <= 1.01 * peer_iops  # its iops are ordinary
     text = host_logs(b, b.cluster.hosts[h].name)
-    if text:
+    if text and f.cause in ("medium_error", "hardware_error", "timeout"):  # v1: every cause logged errors
         assert scsi_failures(text, d.dev)
         for o in b.cluster.hosts[h].disks:  # no other device of the host logs real trouble
             if o is not d:
@@ -198,10 +211,10 @@ def test_disk_hotspot(profile: str, seed: int) -> None:
     ]
     for o in others:
         assert o < 500  # the group's other capacity SSDs stay near 0.1-0.2 ms
-        assert hot > 5 * o
+        assert hot > (5 if f.severity > 0.4 else 1.8) * o  # v1 had no hot spot milder than 32 reads
     text = host_logs(b, b.cluster.hosts[h].name)
     assert not scsi_failures(text, d.dev)
-    assert "performance has deteriorated" not in text
+    assert f"Device {d.dev} performance has deteriorated" not in text  # an NFS volume's may be
     cl = b.cluster.uuid
     r = split(b, series(b, "cluster-domclient", cl, "iopsRead"), f.onset)[1]
     w = split(b, series(b, "cluster-domclient", cl, "iopsWrite"), f.onset)[1]
@@ -217,8 +230,8 @@ def test_write_buffer(profile: str, seed: int) -> None:
     wb = series(b, "disk-group", grp.uuid, "wbFreePct")
     cong = series(b, "disk-group", grp.uuid, "logCongestion")
     _, after = split(b, wb, f.onset)
-    assert np.nanmin(after) < 20
-    assert np.nanmax(cong) >= 60
+    assert np.nanmin(after) < 25  # v1's mildest case fell below 20 % and 60 congestion
+    assert np.nanmax(cong) >= 30
     before, after = split(b, series(b, "disk-group", grp.uuid, "latencySched"), f.onset)
     if len(before) > 5:
         assert np.nanmax(after) > 1.5 * np.nanmedian(before)
@@ -237,8 +250,8 @@ def test_cpu_contention(profile: str, seed: int) -> None:
     host = b.cluster.hosts[f.host]
     _, util = split(b, series(b, "host-cpu", host.uuid, "pcpuUtilPct"), f.onset)
     _, ready = split(b, series(b, "vsan-cpu", host.uuid, "readyPct"), f.onset)
-    assert np.nanmedian(util) > 90
-    assert np.nanmedian(ready) > 5
+    assert np.nanmedian(util) > 88  # v1's mildest case: 90 % and 5 % ready
+    assert np.nanmedian(ready) > 4
     for o in b.cluster.hosts:
         if o is not host:
             assert np.nanmax(series(b, "vsan-cpu", o.uuid, "readyPct")) < 5
@@ -252,9 +265,9 @@ def test_low_oio(profile: str, seed: int) -> None:
     cl = b.cluster.uuid
     vmdks = int(b.workload.n_vmdk.sum())
     _, oio = split(b, series(b, "cluster-domclient", cl, "oio"), f.onset)
-    assert np.nanmedian(oio) <= 1.05 * vmdks  # about one outstanding I/O per VM disk
+    assert np.nanmedian(oio) <= 1.05 * f.param * vmdks  # about one (or two) outstanding I/O per VM disk
     lat = split(b, series(b, "cluster-domclient", cl, "latencyAvgRead"), f.onset)[1]
-    assert np.nanmedian(lat) < 5000
+    assert np.nanmedian(lat) < 4000 * f.param  # low; a hybrid tier's misses still take a spindle's time
     for grp in b.metrics["disk-group"].values():
         assert np.nanmax(grp["logCongestion"]) < 30
     for h in b.cluster.hosts:
@@ -296,10 +309,13 @@ def test_healthy_bundles_show_no_signature(profile: str, seed: int) -> None:
         if cid.host_id(h.name) not in faulty:
             assert np.nanmax(series(b, "vsan-cpu", h.uuid, "readyPct")) < 5
         text = host_logs(b, h.name)
+        blip = any(e.kind == "crc_blip" and b.cluster.hosts[e.host] is h for e in b.plan.benign)
         for nic in h.nics:
             comp = cid.nic_id(h.name, nic.name)
-            if comp not in faulty:
-                assert np.nansum(series(b, "vsan-pnic-net", f"{h.uuid}|{nic.name}", "rxCrcErr")) == 0
+            if comp not in faulty:  # a benign blip counts a few CRC errors, never a loss rate
+                pn = f"{h.uuid}|{nic.name}"
+                assert np.nansum(series(b, "vsan-pnic-net", pn, "rxCrcErr")) <= (30 if blip else 0)
+                assert np.nanmax(series(b, "vsan-pnic-net", pn, "rxPacketsLossRate")) < 0.5
         for d in h.disks:
             if cid.disk_id(h.name, d.dev) not in faulty:
                 assert not scsi_failures(text, d.dev)

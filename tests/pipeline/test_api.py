@@ -177,21 +177,29 @@ def test_longer_than_the_grid_window_follows_activity(tmp_path: Path) -> None:
     assert kt.values[:, kt.channels.index("ev.scsi_fail_medium")].sum() > 0
 
 
-@pytest.mark.parametrize("index", [5, 37, 119, 120, 136])
-def test_every_labelled_fault_lies_inside_the_tensors(index: int) -> None:
-    """Field test bundles (seed 3) whose faults a 15-hour window left out: a resync that had finished,
-    faults that began after the window. The whole capture is on the grid now."""
+def test_every_labelled_fault_lies_inside_the_tensors() -> None:
+    """Field test bundles (seed 3) longer than 16 hours with a fault that begins after hour 15: the
+    whole capture is on the grid now, where a 15-hour window (steps capped at 300 s) left some out."""
     from data.simulate.generate import simulate_bundle
 
-    b = simulate_bundle("field", 3, index)
-    upload = tgz_bytes({k: v for k, v in b.files.items() if k != "labels.json"})
-    onsets = [int(b.plan.grid.times[f.onset]) for f in b.plan.faults]
-    bt = load_bundle(upload)
-    end = bt.start + bt.T * bt.step_s
-    assert bt.start <= int(b.plan.grid.times[0]) and int(b.plan.grid.times[-1]) < end
-    assert all(bt.start <= t < end for t in onsets)
-    old = load_bundle(upload, PipelineConfig(max_step_s=300))  # the 15-hour window missed one of them
-    assert not all(old.start <= t < old.start + old.T * old.step_s for t in onsets)
+    missed = checked = 0
+    for index in range(200):
+        b = simulate_bundle("field", 3, index)
+        g = b.plan.grid
+        if g.n * g.dt <= 16 * 3600 or not any(f.onset * g.dt > 15 * 3600 for f in b.plan.faults):
+            continue
+        upload = tgz_bytes({k: v for k, v in b.files.items() if k != "labels.json"})
+        onsets = [int(g.times[f.onset]) for f in b.plan.faults]
+        bt = load_bundle(upload)
+        end = bt.start + bt.T * bt.step_s
+        assert bt.start <= int(g.times[0]) and int(g.times[-1]) < end, index
+        assert all(bt.start <= t < end for t in onsets), index
+        old = load_bundle(upload, PipelineConfig(max_step_s=300))
+        missed += not all(old.start <= t < old.start + old.T * old.step_s for t in onsets)
+        checked += 1
+        if checked == 4:
+            break
+    assert checked == 4 and missed >= 1, (checked, missed)  # the old window lost a labelled fault
 
 
 def test_without_blanks_only_the_named_sources(bundle_tgz: Path) -> None:

@@ -213,7 +213,7 @@ vmnic1  0000:04:00.1  ixgben  Up            Down         0      Half    00:50:56
     rows = esxcli.parse_nicinfo(text)
     assert [(r.name, r.speed_mbps, r.duplex_full, r.mtu, r.link_up) for r in rows] == [
         ("vmnic0", 10000, True, 9000, True),
-        ("vmnic1", 0, False, 1500, False),
+        ("vmnic1", None, None, 1500, False),  # a down port's "0 Half" is no negotiation (issue 17)
     ]
 
 
@@ -278,6 +278,7 @@ def test_vobd_lines() -> None:
     lf = logs.parse_log(iter(lines), "vobd")
     assert [(e.kind, e.detail, e.vmnic, e.device) for e in lf.events] == [
         ("vob", "vob.net.vmnic.linkstate.down", "vmnic1", None),
+        ("link_down", None, "vmnic1", None),  # the VOB is also a link event of vmnic1 (issue 17)
         ("vob", "esx.problem.scsi.device.io.latency.high", None, "naa.600508b1001c"),
     ]
 

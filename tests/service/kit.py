@@ -29,10 +29,22 @@ def train_small_model(root: Path) -> Path:
     return create_model("logreg").fit(X, y).save(root / "model")
 
 
-def simulate_bundles(out: Path, n: int = 2, seed: int = 42) -> list[Path]:
-    """n lab bundles (4 hosts each) with faults."""
-    simulate_many("lab", n, out, seed=seed, issue_rate=1.0, workers=1, progress=False)
-    return sorted(out.glob("lab-*.tgz"))
+def simulate_bundles(out: Path, model: Path, n: int = 2, seed: int = 42, pool: int = 10) -> list[Path]:
+    """n lab bundles (4 hosts each) in which `model` finds a fault: simulated with faults, and those the
+    small model calls healthy left out, so that the tests which need a finding do not hang on what
+    the simulator happens to draw."""
+    from service.predictor import Predictor
+
+    simulate_many("lab", pool, out, seed=seed, issue_rate=1.0, workers=1, progress=False)
+    predictor = Predictor.load(str(model))
+    found = []
+    for path in sorted(out.glob("lab-*.tgz")):
+        if len(found) < n and predictor.diagnose(path)["findings"]:
+            found.append(path)
+        else:
+            path.unlink()
+    assert len(found) == n, f"the small model found a fault in {len(found)} of {pool} simulated bundles"
+    return found
 
 
 def _shared(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]) -> Path:
@@ -57,8 +69,8 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def bundles(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return sorted(_shared(tmp_path_factory, "bundles", simulate_bundles).glob("lab-*.tgz"))
+def bundles(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> list[Path]:
+    return sorted(_shared(tmp_path_factory, "bundles", lambda out: simulate_bundles(out, model_dir)).glob("lab-*.tgz"))
 
 
 def service_settings(data_dir: Path, model: Path | str | None, **kw: Any) -> ServiceSettings:

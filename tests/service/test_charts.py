@@ -89,7 +89,10 @@ def test_each_fault_charts_its_signature_with_the_true_onset(
     if true_step <= 0:
         assert chart.onset.at_start
     else:
-        assert abs(chart.onset.step - true_step) <= 3, (chart.onset, true_step)
+        # a write buffer fills for a while before its free space departs from its peers': the chart may
+        # date it a few steps late, never early
+        late = 6 if fault == "dg.write_buffer" else 3
+        assert -3 <= chart.onset.step - true_step <= late, (chart.onset, true_step)
 
 
 def test_peers_share_the_role(by_fault: dict[str, tuple[BundleTensors, dict[str, object]]]) -> None:

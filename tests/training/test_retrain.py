@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import training.retrain
+from data.simulate.generate import simulate_bundle
 from data.simulate.runner import simulate_many
 from models.base import load_model
 from models.registry import create_model
@@ -31,7 +32,17 @@ from vsandx.components import kind_of
 from vsandx.faults import faults_for_kind
 from vsandx.settings import ServiceSettings, Settings
 
-CFG = TrainConfig.preset("smoke")  # field test set: 8 bundles, 2 of them healthy
+CFG = TrainConfig.preset("smoke")  # field test set: 8 bundles (seed 3)
+
+
+def _healthy_share() -> float:
+    """Exact match of a model that calls everything healthy on CFG's field test set: the share of its
+    bundles with no fault (read from the simulator's labels, as training/run.py's test spec draws them)."""
+    labels = [simulate_bundle("field", CFG.seed * 10 + 3, i).plan.faults for i in range(CFG.test)]
+    return sum(not f for f in labels) / CFG.test
+
+
+HEALTHY_SHARE = _healthy_share()
 
 
 def read_labels(path: Path) -> dict[str, str]:
@@ -199,7 +210,7 @@ def test_a_bad_candidate_never_replaces_the_champion(env: Env, tmp_path: Path, m
             row = retraining.get_retrain(db, opened.id)
         assert row is not None and row.status == "done" and row.promoted is False, row
         assert why in (row.reason or "") and row.champion_version == "1" and row.candidate_version == str(n)
-        assert row.metrics["champion_field_exact_match"] == 0.25 and row.metrics["feedback_bundles"] == 3
+        assert row.metrics["champion_field_exact_match"] == HEALTHY_SHARE and row.metrics["feedback_bundles"] == 3
         champ = tracker.champion("guarded")
         assert champ is not None and champ.version == "1"  # the champion stays
         run = tracker.client.get_run(row.mlflow_run_id or "")
@@ -209,7 +220,7 @@ def test_a_bad_candidate_never_replaces_the_champion(env: Env, tmp_path: Path, m
         assert run.data.params["judged_on_training_bundles"] == "true"
         version = tracker.client.get_model_version("guarded", str(n))  # registered all the same
         assert version.run_id == run.info.run_id and "test_exact_match" in version.tags
-    assert row.metrics["candidate_field_exact_match"] == 0.25  # the second candidate: a tie on the field test set
+    assert row.metrics["candidate_field_exact_match"] == HEALTHY_SHARE  # the second candidate: a tie
     database.dispose()
 
 
@@ -220,7 +231,7 @@ def test_a_better_candidate_is_promoted(env: Env) -> None:
     assert done.promoted and "better on the feedback set" in done.reason, done
     assert done.champion_version == "1" and done.candidate_version == "2"
     m = done.metrics
-    assert m["candidate_field_exact_match"] == 0.25 and m["champion_field_exact_match"] == 0.0
+    assert m["candidate_field_exact_match"] == HEALTHY_SHARE and m["champion_field_exact_match"] == 0.0
     assert m["candidate_feedback_component_accuracy"] > m["champion_feedback_component_accuracy"]
     tracker = Tracker(env.root)
     champ = tracker.champion("improved")

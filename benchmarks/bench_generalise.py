@@ -1,0 +1,133 @@
+"""Generalisation beyond our own rendering of each fault (issue 17): the README's first accuracy table.
+
+    .venv/bin/python benchmarks/bench_generalise.py [--models cnn_small,logreg,mlp,svm,mnb,rules,minirocket]
+        [--train 400] [--test 80] [--folds 0,1] [--perturb interval:3,hosts,esxtop,logs:7,logs:8,load:0.5,load:2]
+        [--epochs 30] [--cnn-seeds 3] [--data var/bench-generalise] [--markdown]
+
+Leave-one-cause-out: fold k holds out, for every fault with several causes, its k-th cause
+(data.simulate.causes); each model trains on field bundles (seed 21, 30 % partial uploads) drawn
+without the held-out causes and is tested on bundles (seed 22) whose faults all come through the
+held-out causes, so every fault present is one the model never saw rendered that way. Scores: exact
+match, component accuracy and per-fault recall on those bundles.
+
+Perturbations: each model trains once on every cause (seed 21) and is tested on the same field test
+bundles (seed 23) as simulated and under each perturbation of data.simulate.perturb (a coarser
+interval, hosts left out, no esxtop, the other log style, the load scaled): accuracy per row.
+
+A CNN family is trained with `seeds=--cnn-seeds`: that many networks whose probabilities are averaged,
+the ensemble `vsandx train` serves. Prints a JSON line per (model, test) and, with --markdown, the
+table for the README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench_accuracy import score  # noqa: E402
+
+from data.simulate.causes import CAUSES  # noqa: E402
+from models.registry import create_model  # noqa: E402
+from training.datasets import DatasetSpec, build, load_dataset  # noqa: E402
+
+
+def held_out(fold: int) -> tuple[str, ...]:
+    """fault:cause keys of fold `fold`: the fold-th cause (cyclically) of each fault with several."""
+    by: dict[str, list[str]] = {}
+    for c in CAUSES:
+        by.setdefault(c.fault, []).append(c.key)
+    return tuple(sorted(keys[fold % len(keys)] for keys in by.values() if len(keys) > 1))
+
+
+def make(name: str, epochs: int, cnn_seeds: int) -> Any:
+    """A CNN family is trained as an ensemble in one model: `seeds` networks, probabilities averaged."""
+    return create_model(name, **({"epochs": epochs, "seeds": cnn_seeds} if name.startswith("cnn") else {}))
+
+
+def fit(model: Any, X: list[Any], y: list[Any], val: tuple[list[Any], list[Any]]) -> float:
+    t0 = time.perf_counter()
+    if "eval_set" in inspect.signature(model.fit).parameters:
+        model.fit(X, y, eval_set=val)
+    else:
+        model.fit(X, y)
+    return time.perf_counter() - t0
+
+
+def data(spec: DatasetSpec, root: Path) -> tuple[list[Any], list[Any]]:
+    X, y = load_dataset(build(spec, root, progress=False))
+    return list(X), list(y)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default="cnn_small,logreg,mlp,svm,mnb,rules,minirocket")
+    ap.add_argument("--train", type=int, default=400, help="training bundles per fold")
+    ap.add_argument("--test", type=int, default=80, help="test bundles per fold and perturbation")
+    ap.add_argument("--val", type=int, default=60, help="validation bundles (CNN early stopping)")
+    ap.add_argument("--folds", default="0,1", help="leave-one-cause-out folds to run ('' for none)")
+    ap.add_argument("--perturb", default="interval:3,hosts,esxtop,logs:7,logs:8,load:0.5,load:2")
+    ap.add_argument("--epochs", type=int, default=30)
+    ap.add_argument("--cnn-seeds", type=int, default=3)
+    ap.add_argument("--data", default=str(REPO / "var" / "bench-generalise"))
+    ap.add_argument("--markdown", action="store_true", help="also print the README tables")
+    args = ap.parse_args()
+    root, names = Path(args.data), args.models.split(",")
+    val = data(DatasetSpec("field", args.val, seed=2), root)
+    rows: list[dict[str, Any]] = []
+
+    def report(model: str, test: str, yt: list[Any], pred: list[Any], fit_s: float, **extra: Any) -> None:
+        row = {"model": model, "test": test, **score(yt, pred), "fit_s": round(fit_s), **extra}
+        row.pop("wrong")
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+
+    for fold in [int(f) for f in args.folds.split(",") if f]:
+        held = held_out(fold)
+        X, y = data(DatasetSpec("field", args.train, seed=21, partial=0.3, exclude_causes=held), root)
+        Xt, yt = data(DatasetSpec("field", args.test, seed=22, issue_rate=1.0, causes=held), root)
+        for name in names:
+            model = make(name, args.epochs, args.cnn_seeds)
+            fit_s = fit(model, X, y, val)
+            report(name, f"loco fold {fold}", yt, model.predict(Xt), fit_s, held_out=list(held))
+    perturbs = [p for p in args.perturb.split(",") if p]
+    if perturbs:
+        X, y = data(DatasetSpec("field", args.train, seed=21, partial=0.3), root)
+        tests = {p: data(DatasetSpec("field", args.test, seed=23, perturb=p), root) for p in ["", *perturbs]}
+        for name in names:
+            model = make(name, args.epochs, args.cnn_seeds)
+            fit_s = fit(model, X, y, val)
+            for p, (Xt, yt) in tests.items():
+                report(name, p or "as simulated", yt, model.predict(Xt), fit_s)
+    if args.markdown:
+        print(markdown(rows, names))
+    return 0
+
+
+def markdown(rows: list[dict[str, Any]], names: list[str]) -> str:
+    """Exact match per test (rows) and model (columns); the LOCO rows also give the worst fault recall."""
+    tests = list(dict.fromkeys(r["test"] for r in rows))
+    out = ["| test | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for t in tests:
+        cells = []
+        for n in names:
+            r = next((r for r in rows if r["test"] == t and r["model"] == n), None)
+            if r is None:
+                cells.append("")
+                continue
+            worst = min(r["recall"].items(), key=lambda kv: kv[1], default=None)
+            tail = f" (min recall {worst[1]:.2f} {worst[0]})" if t.startswith("loco") and worst else ""
+            cells.append(f"{r['exact_match']:.3f}{tail}")
+        out.append(f"| {t} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+# ruff: noqa: E501 - tables are quoted verbatim
+"""`esxcli network nic list` (nicinfo): a link-down port is down, not a 0 Mb/s half-duplex link (issue 17 item 5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.parse import esxcli
+
+REAL_LOGS = Path(__file__).resolve().parents[3] / ".." / "shared" / "samples" / "real" / "logs"
+HEAD = (
+    "Name    PCI Device    Driver  Admin Status  Link Status  Speed  Duplex  MAC Address         MTU  Description\n"
+    "------  ------------  ------  ------------  -----------  -----  ------  -----------------  ----  -----------\n"
+)
+
+
+def _row(name: str, link: str, speed: str, duplex: str) -> str:
+    return f"{name:<6}  0000:04:00.0  ixgben  Up            {link:<11}  {speed:>5}  {duplex:<6}  00:50:56:01:02:03  9000  Intel X550\n"
+
+
+def _read(
+    rows: list[tuple[str, str, str, str]], details: str = ""
+) -> list[tuple[str, bool | None, float | None, bool | None]]:
+    text = HEAD + "".join(_row(*r) for r in rows) + "\n" + details
+    return [(r.name, r.link_up, r.speed_mbps, r.duplex_full) for r in esxcli.parse_nicinfo(text)]
+
+
+def test_real_nic_list_with_down_ports() -> None:
+    path = REAL_LOGS / "nicinfo_ports_down.txt"
+    if not path.exists():
+        pytest.skip(f"real sample {path} absent (../shared/samples/real/logs is not checked out here)")
+    text = path.read_text()
+    assert esxcli.sniff_nicinfo(text.encode()[:65536])
+    rows = esxcli.parse_nicinfo(text)
+    assert [(r.name, r.link_up, r.speed_mbps, r.duplex_full, r.mtu, r.driver) for r in rows] == [
+        ("vmnic0", True, 10000, True, 1500, "ixgben"),
+        ("vmnic1", False, None, None, 1500, "ixgben"),  # Down 0 Half: no negotiation, not a half-duplex link
+        ("vmnic2", True, 1000, True, 1500, "igbn"),  # a 1 GbE port that is up stays 1 GbE
+        ("vmnic3", False, None, None, 1500, "igbn"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("speed", "duplex"), [("1000", "Full"), ("100", "Full"), ("1000", "Half"), ("100", "Half"), ("10", "Half")]
+)
+def test_degraded_links_that_are_up_keep_their_speed_and_duplex(speed: str, duplex: str) -> None:
+    got = _read([("vmnic0", "Up", "10000", "Full"), ("vmnic1", "Up", speed, duplex)])
+    assert got == [("vmnic0", True, 10000, True), ("vmnic1", True, float(speed), duplex == "Full")]
+
+
+@pytest.mark.parametrize("duplex", ["Half", "Full", ""])
+def test_down_port_has_no_speed_or_duplex(duplex: str) -> None:
+    assert _read([("vmnic1", "Down", "0", duplex)]) == [("vmnic1", False, None, None)]
+
+
+def test_link_detected_false_in_the_details_is_down() -> None:
+    details = (
+        "NIC:  vmnic0\n\nNICInfo:\n   Auto Negotiation: true\n   Link Detected: true\n   Name: vmnic0\n\n"
+        "NIC:  vmnic1\n\nNICInfo:\n   Advertised Auto Negotiation: true\n   Driver: ixgben\n"
+        "   Link Detected: false\n   Name: vmnic1\n\n"
+        "NIC:  vmnic2\n\nNICInfo:\n   Link Detected: true\n   Link Status: Down\n\n"
+    )
+    rows = [("vmnic0", "Up", "10000", "Full"), ("vmnic1", "Up", "1000", "Half"), ("vmnic2", "Up", "100", "Full")]
+    assert _read(rows, details) == [
+        ("vmnic0", True, 10000, True),
+        ("vmnic1", False, None, None),
+        ("vmnic2", False, None, None),
+    ]
+
+
+def test_without_a_link_column_speed_zero_is_down_and_details_decide() -> None:
+    text = (
+        "Name    PCI Device    Driver  Speed  Duplex  MTU\n"
+        "------  ------------  ------  -----  ------  ----\n"
+        "vmnic0  0000:04:00.0  ixgben  10000  Full    9000\n"
+        "vmnic1  0000:04:00.1  ixgben      0  Half    9000\n"
+        "vmnic2  0000:04:00.2  ixgben   1000  Half    9000\n"
+        "\nNIC:  vmnic2\n   Link Detected: true\n"
+    )
+    got = [(r.name, r.link_up, r.speed_mbps, r.duplex_full) for r in esxcli.parse_nicinfo(text)]
+    assert got == [("vmnic0", None, 10000, True), ("vmnic1", False, None, None), ("vmnic2", True, 1000, False)]
+
+
+def test_details_of_other_devices_are_ignored() -> None:
+    details = "NIC:  vusb0\n   Link Detected: false\nNIC:\n   Link Detected: false\n   Link Detected: false\n"
+    assert _read([("vmnic0", "Up", "10000", "Full")], details) == [("vmnic0", True, 10000, True)]
+
+
+def test_a_later_section_does_not_inherit_the_last_nic() -> None:
+    details = "NIC:  vmnic0\n\nNICInfo:\n   Link Detected: true\nPort statistics:\n   Link Status: Down\n"
+    assert _read([("vmnic0", "Up", "10000", "Full")], details) == [("vmnic0", True, 10000, True)]
