@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/bench_generalise.py [--models cnn_small,logreg,mlp,svm,mnb,rules,minirocket]
         [--train 400] [--test 80] [--folds 0,1] [--perturb interval:3,hosts,esxtop,logs:7,logs:8,load:0.5,load:2]
-        [--epochs 30] [--cnn-seeds 3] [--data var/bench-generalise] [--markdown]
+        [--epochs 30] [--cnn-seeds 3] [--combine cnn_small+rules,logreg+rules] [--data var/bench-generalise]
+        [--markdown]
 
 Leave-one-cause-out: fold k holds out, for every fault with several causes, its k-th cause
 (data.simulate.causes); each model trains on field bundles (seed 21, 30 % partial uploads) drawn
@@ -15,7 +16,8 @@ bundles (seed 23) as simulated and under each perturbation of data.simulate.pert
 interval, hosts left out, no esxtop, the other log style, the load scaled): accuracy per row.
 
 A CNN family is trained with `seeds=--cnn-seeds`: that many networks whose probabilities are averaged,
-the ensemble `vsandx train` serves. Prints a JSON line per (model, test) and, with --markdown, the
+the ensemble `vsandx train` serves. `--combine a+b` also scores the average of fitted models' probabilities
+(the expert rules as a prior beside a learnt model). Prints a JSON line per (model, test) and, with --markdown, the
 table for the README.
 """
 
@@ -35,6 +37,8 @@ sys.path.insert(0, str(REPO))
 from bench_accuracy import score  # noqa: E402
 
 from data.simulate.causes import CAUSES  # noqa: E402
+from models.ensemble import EnsembleDiagnoser  # noqa: E402
+from models.metrics import per_fault  # noqa: E402
 from models.registry import create_model  # noqa: E402
 from training.datasets import DatasetSpec, build, load_dataset  # noqa: E402
 
@@ -77,6 +81,8 @@ def main() -> int:
     ap.add_argument("--epochs", type=int, default=30)
     ap.add_argument("--cnn-seeds", type=int, default=3)
     ap.add_argument("--data", default=str(REPO / "var" / "bench-generalise"))
+    ap.add_argument("--combine", default="cnn_small+rules,logreg+rules",
+                    help="ensembles of fitted models to score too (probabilities averaged)")  # fmt: skip
     ap.add_argument("--markdown", action="store_true", help="also print the README tables")
     args = ap.parse_args()
     root, names = Path(args.data), args.models.split(",")
@@ -86,28 +92,39 @@ def main() -> int:
     def report(model: str, test: str, yt: list[Any], pred: list[Any], fit_s: float, **extra: Any) -> None:
         row = {"model": model, "test": test, **score(yt, pred), "fit_s": round(fit_s), **extra}
         row.pop("wrong")
+        # recall of the faults these bundles hold (a fault with no support has no recall to speak of)
+        row["recall"] = {k: round(v["recall"], 2) for k, v in per_fault(yt, pred).items() if v["support"]}
         rows.append(row)
         print(json.dumps(row), flush=True)
+
+    combos = [c for c in args.combine.split(",") if c]
+
+    def run(X: list[Any], y: list[Any], tests: dict[str, tuple[list[Any], list[Any]]], **extra: Any) -> None:
+        fitted: dict[str, tuple[Any, float]] = {}
+        for name in names:
+            model = make(name, args.epochs, args.cnn_seeds)
+            fitted[name] = (model, fit(model, X, y, val))
+        for combo in combos:  # probabilities averaged, as the served ensemble averages its members
+            parts = combo.split("+")
+            if all(p in fitted for p in parts):
+                ens = EnsembleDiagnoser.of([fitted[p][0] for p in parts])
+                fitted[combo] = (ens, sum(fitted[p][1] for p in parts))
+        for name, (model, fit_s) in fitted.items():
+            for test, (Xt, yt) in tests.items():
+                report(name, test, yt, model.predict(Xt), fit_s, **extra)
 
     for fold in [int(f) for f in args.folds.split(",") if f]:
         held = held_out(fold)
         X, y = data(DatasetSpec("field", args.train, seed=21, partial=0.3, exclude_causes=held), root)
-        Xt, yt = data(DatasetSpec("field", args.test, seed=22, issue_rate=1.0, causes=held), root)
-        for name in names:
-            model = make(name, args.epochs, args.cnn_seeds)
-            fit_s = fit(model, X, y, val)
-            report(name, f"loco fold {fold}", yt, model.predict(Xt), fit_s, held_out=list(held))
+        test = data(DatasetSpec("field", args.test, seed=22, issue_rate=1.0, causes=held), root)
+        run(X, y, {f"loco fold {fold}": test}, held_out=list(held))
     perturbs = [p for p in args.perturb.split(",") if p]
     if perturbs:
         X, y = data(DatasetSpec("field", args.train, seed=21, partial=0.3), root)
         tests = {p: data(DatasetSpec("field", args.test, seed=23, perturb=p), root) for p in ["", *perturbs]}
-        for name in names:
-            model = make(name, args.epochs, args.cnn_seeds)
-            fit_s = fit(model, X, y, val)
-            for p, (Xt, yt) in tests.items():
-                report(name, p or "as simulated", yt, model.predict(Xt), fit_s)
+        run(X, y, {p or "as simulated": t for p, t in tests.items()})
     if args.markdown:
-        print(markdown(rows, names))
+        print(markdown(rows, names + combos))
     return 0
 
 

@@ -1,4 +1,5 @@
-"""Periodic upkeep of the service: bundle retention and the feedback retrain check.
+"""Periodic upkeep of the service: bundle retention, spool files of uploads that never finished, and
+the feedback retrain check.
 
 One `housekeeping` call does both; it runs every VSANDX_HOUSEKEEPING_S in the API's maintenance thread
 (embedded default), and in a deployment with a broker as the `vsandx.housekeeping` task that
@@ -25,17 +26,22 @@ log = logging.getLogger(__name__)
 class Upkeep:
     purged: int  # bundles whose bytes the retention period removed
     retrain_id: int | None  # a retrain this round queued
+    spool_removed: int = 0  # partial uploads left by a killed API process
 
 
 def housekeeping(database: Database, settings: ServiceSettings, queue: Any) -> Upkeep:
-    """Purge expired bundles, then queue a retrain when enough unused feedback waits (sent through
+    """Purge expired bundles and stale spool files, then queue a retrain when enough unused feedback waits (sent through
     `queue`'s `submit_retrain`, or a thread here without a broker; see retraining.submit)."""
     with database.session() as db:
         purged = store.purge_expired(db, settings)
         opened = retraining.maybe_trigger(db, settings)
         retrain_id = opened.id if opened is not None else None
+    spool = store.sweep_spool(settings)
     if retrain_id is not None:
         retraining.submit(queue, database, settings, retrain_id)
-    if purged or retrain_id is not None:
-        log.info("housekeeping: purged %d bundle(s); retrain queued: %s", len(purged), retrain_id)
-    return Upkeep(len(purged), retrain_id)
+    if purged or retrain_id is not None or spool:
+        log.info(
+            "housekeeping: purged %d bundle(s), %d stale spool file(s); retrain queued: %s",
+            len(purged), spool, retrain_id,
+        )  # fmt: skip
+    return Upkeep(len(purged), retrain_id, spool)

@@ -10,6 +10,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -65,6 +66,24 @@ def spool_upload(settings: ServiceSettings, src: BinaryIO, max_bytes: int) -> tu
         Path(name).unlink(missing_ok=True)
         raise
     return Path(name), h.hexdigest(), size
+
+
+SPOOL_STALE_S = 3600  # a spool file untouched this long belongs to an upload whose API process died
+
+
+def sweep_spool(settings: ServiceSettings, now: float | None = None) -> int:
+    """Remove spool files of uploads that never finished (the API process was killed mid-upload): an
+    upload in progress writes every chunk, so its file is never this old. Returns how many went."""
+    tmp_dir, now = settings.bundles_dir / "tmp", now if now is not None else time.time()
+    gone = 0
+    for p in tmp_dir.glob("*") if tmp_dir.is_dir() else ():
+        try:
+            if p.is_file() and now - p.stat().st_mtime > SPOOL_STALE_S:
+                p.unlink()
+                gone += 1
+        except FileNotFoundError:  # kept or removed by its own upload meanwhile
+            continue
+    return gone
 
 
 def keep_bundle(db: Session, settings: ServiceSettings, spooled: Path, sha256: str, size: int, filename: str) -> Bundle:

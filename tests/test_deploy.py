@@ -112,5 +112,20 @@ def test_env_example_names_real_settings() -> None:
     known = {f"VSANDX_{name.upper()}" for cls in classes for name in cls.model_fields}
     named = set(re.findall(r"^#? ?(VSANDX_[A-Z0-9_]+)=", (REPO / ".env.example").read_text(), re.M))
     assert named and named <= known, sorted(named - known)
-    wanted = {f"VSANDX_{name.upper()}" for cls in (TrackerSettings, NotifySettings) for name in cls.model_fields}
+    wanted = {
+        f"VSANDX_{name.upper()}"
+        for cls in (TrackerSettings, NotifySettings, PipelineSettings)
+        for name in cls.model_fields
+    }
     assert wanted <= named, sorted(wanted - named)
+
+
+def test_env_example_gives_the_pipeline_defaults() -> None:
+    """The reading limits in .env.example are PipelineConfig's defaults (one place holds the numbers)."""
+    from pipeline.config import PipelineConfig
+
+    text = (REPO / ".env.example").read_text()
+    shown = dict(re.findall(r"^# (VSANDX_PIPELINE_[A-Z0-9_]+)=(\S+)$", text, re.M))
+    cfg = PipelineConfig()
+    for env, value in shown.items():
+        assert float(value) == float(getattr(cfg, env.removeprefix("VSANDX_PIPELINE_").lower())), env

@@ -37,7 +37,7 @@ def simulate_bundles(out: Path, model: Path, n: int = 2, seed: int = 42, pool: i
 
     simulate_many("lab", pool, out, seed=seed, issue_rate=1.0, workers=1, progress=False)
     predictor = Predictor.load(str(model))
-    found = []
+    found: list[Path] = []
     for path in sorted(out.glob("lab-*.tgz")):
         if len(found) < n and predictor.diagnose(path)["findings"]:
             found.append(path)

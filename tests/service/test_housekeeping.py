@@ -7,12 +7,13 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from service import feedback
+from service import feedback, store
 from service.db import Database
 from service.housekeeping import housekeeping
 from service.schemas import FeedbackIn
@@ -38,6 +39,24 @@ def _age(database: Database, sha: str, days: float) -> None:
         assert row is not None
         row.last_seen = utcnow() - timedelta(days=days)
         db.commit()
+
+
+def test_spool_files_of_killed_uploads_are_swept(tmp_path: Path) -> None:
+    """An API process killed mid-upload leaves its spool file; the next housekeeping removes it once it
+    is an hour old, never a file an upload in progress is still writing."""
+    settings = ServiceSettings(data_dir=tmp_path / "var")
+    database = Database(settings.sqlalchemy_url)
+    tmp = settings.bundles_dir / "tmp"
+    tmp.mkdir(parents=True)
+    stale, live = tmp / "tmpdead", tmp / "tmplive"
+    stale.write_bytes(b"x" * 1000)
+    live.write_bytes(b"y")
+    old = time.time() - store.SPOOL_STALE_S - 60
+    os.utime(stale, (old, old))
+    assert housekeeping(database, settings, _Queue()).spool_removed == 1
+    assert not stale.exists() and live.exists()
+    assert housekeeping(database, settings, _Queue()).spool_removed == 0
+    database.dispose()
 
 
 def _ping(env: dict[str, str]) -> subprocess.CompletedProcess[str]:

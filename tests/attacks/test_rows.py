@@ -1,0 +1,116 @@
+"""Issue 18's two lists, row by row, and where `make test` tries each again: a corpus case (run through
+`vsandx parse` and the upload API) or the test that sends it. A row without a live check fails here,
+so the attack trial stays reproducible as the code moves."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.attacks.corpus import CASES
+
+REPO = Path(__file__).resolve().parents[2]
+
+ROWS: dict[str, list[str]] = {
+    # ---- held
+    "traversal, absolute and drive-letter names": [
+        "case:name_traversal",
+        "case:name_absolute",
+        "case:name_drive_letter",
+    ],
+    "control characters in names": ["case:name_control_char"],
+    "PAX and GNU long-name header bombs": ["case:pax_header_bomb", "case:gnu_longname_bomb"],
+    "a million members": [
+        "case:million_members",
+        "tests/pipeline/test_read.py::test_zip_directory_announcing_a_million_members",
+    ],
+    "ratio bombs (tar, nested zip, tgz in zip)": [
+        "case:tar_ratio_bomb",
+        "case:nested_zip_bomb",
+        "case:tgz_in_zip_bomb",
+    ],
+    "truncated and random files": ["case:truncated_tgz", "case:random_bytes"],
+    "CMMDS literal bombs (deep nesting, 9**9**9)": ["case:cmmds_deep_nesting", "case:cmmds_power_literal"],
+    "stored XSS through host/device/log names": [
+        "tests/service/test_ui.py::test_hostile_names_in_a_diagnosis_are_text",
+        "tests/service/test_ui.py::test_uploaded_names_are_escaped",
+    ],
+    "SQL wildcards in filters": ["tests/service/test_ui.py::test_list_filters_and_paging"],
+    "GitHub and Bugzilla signatures, delivery-id replay": [
+        "tests/service/test_webhook_routes.py::test_github_webhook",
+        "tests/service/test_webhook_routes.py::test_bugzilla_webhook",
+    ],
+    "413 on a 600 MB upload before the body is read": [
+        "tests/service/test_api.py::test_oversized_upload_is_refused_before_the_body_is_read"
+    ],
+    "API keys on every write route": ["tests/service/test_api.py::test_api_keys_guard_writes_only"],
+    "a worker killed mid-diagnosis": ["tests/service/test_chaos.py::test_killed_worker_job_finishes_exactly_once"],
+    "the API killed mid-upload (nothing lost, nothing left)": [
+        "tests/service/test_housekeeping.py::test_spool_files_of_killed_uploads_are_swept"
+    ],
+    "links and devices in a tar (skipped and reported)": ["case:symlink_and_device"],
+    # ---- broke
+    "CMMDS listing 200,000 disks": ["case:cmmds_200k_disks"],
+    "perf dump in JSON form, 240 MB": ["case:perf_json_240mb"],
+    "one 250 MB perf-dump XML line": ["case:perf_xml_250mb_line", "case:perf_xml_250mb_entity"],
+    "0.9-1 GiB of vmnic Link Up/Down lines": ["case:vmnic_log_1gib"],
+    "a zip whose 40,000 central records point at one entry": ["case:zip_40k_records_one_entry"],
+    "esxtop CSV with 1,000,000 columns": ["case:esxtop_1m_columns"],
+    "a 250 MB CMMDS file": ["case:cmmds_250mb"],
+    "a tar holding a 450 MB zip": ["case:tar_with_450mb_zip"],
+    "a 1 MB `Link vmnic1 vmnic1 ...` line": [
+        "case:link_regex_1mb_line",
+        "tests/pipeline/test_budgets.py::test_every_regex_on_untrusted_text_is_linear",
+    ],
+    "a device name containing `$a^{$` (matplotlib mathtext)": [
+        "tests/service/test_charts.py::test_png_draws_mathtext_and_tex_in_names_as_text"
+    ],
+    "offset=2**63 (API), page=2**62 (UI)": [
+        "tests/service/test_api.py::test_paging_bounds_answer_422",
+        "tests/service/test_ui.py::test_list_page_bounds",
+    ],
+    "a 400 MB JSON body to the feedback API": [
+        "tests/service/test_limits.py::test_feedback_json_and_forms_take_kilobytes",
+        "tests/service/test_limits.py::test_a_chunked_body_is_cut_as_soon_as_it_passes_the_limit",
+    ],
+    "a cross-origin form POST to the feedback form": [
+        "tests/service/test_csrf.py::test_cross_origin_writes_are_refused_before_the_route",
+        "tests/service/test_ui.py::test_feedback_form_refuses_forged_posts",
+    ],
+    "20,000 requests with random HTTP methods": [
+        "tests/service/test_metrics.py::test_random_methods_and_paths_keep_metrics_small"
+    ],
+    "opening the diagnosis page of a bomb": [
+        "tests/service/test_attacks_upload.py::test_attack_upload",
+        "tests/service/test_ui.py::test_pages_never_parse_a_bundle",
+    ],
+    "the same signed GitHub body under new delivery ids": [
+        "tests/service/test_webhook_routes.py::test_github_body_replayed_under_new_delivery_ids_queues_one_job"
+    ],
+    "a killed worker stays a zombie; /ready true with no worker": [
+        "tests/service/test_supervise.py::test_a_killed_worker_is_reaped_and_replaced"
+    ],
+}
+
+
+def _functions(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+@pytest.mark.parametrize("row", list(ROWS))
+def test_every_row_is_tried_again(row: str) -> None:
+    for ref in ROWS[row]:
+        if ref.startswith("case:"):
+            assert ref[5:] in CASES, f"{row}: no corpus case {ref[5:]}"
+            continue
+        file, _, func = ref.partition("::")
+        path = REPO / file
+        assert path.is_file() and func in _functions(path), f"{row}: {ref} does not exist"
+
+
+def test_every_corpus_case_answers_a_row() -> None:
+    named = {ref[5:] for refs in ROWS.values() for ref in refs if ref.startswith("case:")}
+    assert named == set(CASES), sorted(set(CASES) ^ named)
