@@ -1,4 +1,5 @@
-"""An ensemble of fitted diagnosers: the average of their probabilities (the sweep's top-k CNNs).
+"""An ensemble of fitted diagnosers: the (weighted) average of their probabilities (the sweep's top-k
+CNNs, and the expert rules beside them as a prior, training.run.served_ensemble).
 
 Built two ways: `EnsembleDiagnoser(members=[(name, params), ...]).fit(X, y)` trains every member, and
 `EnsembleDiagnoser.of(fitted)` wraps models a sweep already trained. Saved like any diagnoser: each
@@ -23,16 +24,17 @@ from pipeline.tensors import BundleTensors
 class EnsembleDiagnoser(Diagnoser):
     default_name = "ensemble"
 
-    def __init__(self, members: Sequence[tuple[str, dict[str, Any]]] = ()) -> None:
+    def __init__(self, members: Sequence[tuple[str, dict[str, Any]]] = (), weights: Sequence[float] = ()) -> None:
         self.members = members
+        self.weights = weights  # one per member; empty: all equal
 
     @classmethod
-    def of(cls, fitted: Sequence[Diagnoser]) -> EnsembleDiagnoser:
+    def of(cls, fitted: Sequence[Diagnoser], weights: Sequence[float] = ()) -> EnsembleDiagnoser:
         if not fitted:
             raise ValueError("an ensemble needs at least one fitted model")
         for m in fitted:
             check_is_fitted(m)
-        ens = cls([(m.name, m.get_params(deep=False)) for m in fitted])
+        ens = cls([(m.name, m.get_params(deep=False)) for m in fitted], [float(w) for w in weights])
         ens.model_name = "ensemble"
         ens.models_ = list(fitted)
         return ens
@@ -52,10 +54,13 @@ class EnsembleDiagnoser(Diagnoser):
     def predict_proba(self, X: Sequence[BundleTensors]) -> list[Proba]:
         check_is_fitted(self)
         per_model = [m.predict_proba(X) for m in self.models_]
+        w = np.asarray(self.weights, float) if len(self.weights) else np.ones(len(self.models_))
+        if w.shape != (len(self.models_),) or (w < 0).any() or w.sum() <= 0:
+            raise ValueError(f"weights {list(self.weights)} do not fit {len(self.models_)} members")
         out = []
         for b in range(len(X)):
             ids = per_model[0][b].keys()
-            out.append({cid: np.mean([pm[b][cid] for pm in per_model], axis=0) for cid in ids})
+            out.append({cid: np.average([pm[b][cid] for pm in per_model], axis=0, weights=w) for cid in ids})
         return out
 
     def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:

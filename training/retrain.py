@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from models.base import Diagnoser, SchemaMismatch, load_model
-from models.ensemble import EnsembleDiagnoser
 from models.metrics import component_accuracy, exact_match
 from pipeline.tensors import BundleTensors
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, load_dataset
@@ -32,6 +31,7 @@ from training.run import (
     build_sets,
     choose_ensemble,
     dataset_specs,
+    served_ensemble,
     sweep_and_rank,
     training_folder,
     training_sources,
@@ -242,15 +242,17 @@ def _sweep_candidate(
     settings: Settings,
     progress: bool,
 ) -> Diagnoser:
-    """The top-k ensemble of a sweep over the lab set plus the feedback bundles (weighted)."""
+    """The served ensemble (top-k CNNs and the priors) of a sweep over the training sets plus the feedback
+    bundles (weighted)."""
     root = settings.data_dir.resolve()
     folders = build_sets({k: specs[k] for k in ("val", *TRAINING_SETS) if k in specs}, settings, progress)
     parts = training_sources(folders) + ([(build_labelled(fb_train, root), FEEDBACK_WEIGHT)] if fb_train else [])
     val = folders["val"]
     _, ranked = sweep_and_rank(cfg, training_folder(parts, root), val, warm, tracker, out, settings, progress)
+    train = training_folder(parts, root)
     top, members = choose_ensemble(ranked, *load_dataset(val), cfg.top_k)
     run.log_dict(winner_configs(top), "winners.json")  # the next retrain starts here if this one wins
-    return EnsembleDiagnoser.of(members)
+    return served_ensemble(members, cfg, *load_dataset(train))
 
 
 def _version_tags(run_id: str, field: Scores, feedback: Scores, test: DatasetSpec) -> dict[str, str]:

@@ -25,6 +25,7 @@ from tqdm import tqdm
 from models.base import Diagnoser, SchemaMismatch, load_model
 from models.ensemble import EnsembleDiagnoser
 from models.metrics import component_accuracy, exact_match, per_fault
+from models.registry import create_model
 from pipeline.tensors import BundleTensors
 from training.datasets import DatasetSpec, build, combine, load_dataset
 from training.fitting import fit_and_score, is_faulty, mix_issue_rate, select_members
@@ -52,6 +53,11 @@ class TrainConfig:
     curve: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
     partial: float = 0.5  # share of lab training bundles made partial uploads (see training.datasets)
     seed: int = 0
+    # Models fitted on the same training bundles and served beside the CNNs (served_ensemble), each
+    # weighing `prior_weight` against the CNNs' 1: the expert rules, chosen on leave-one-cause-out
+    # accuracy (README, "Where accuracy stands"). () serves the CNNs alone.
+    priors: tuple[str, ...] = ("rules",)
+    prior_weight: float = 1.0
 
     @classmethod
     def preset(cls, name: str) -> TrainConfig:
@@ -193,6 +199,16 @@ def choose_ensemble(
     return [ranked[i] for i in chosen], [fitted[i] for i in chosen]
 
 
+def served_ensemble(
+    members: Sequence[Diagnoser], cfg: TrainConfig, X: Sequence[BundleTensors], y: Sequence[Labels]
+) -> EnsembleDiagnoser:
+    """What is served: the top-k CNNs' average, beside each model of `cfg.priors` fitted on the same
+    training bundles; the CNN group weighs 1 in all, each prior `cfg.prior_weight`."""
+    priors = [create_model(name).fit(X, y) for name in cfg.priors]
+    k = len(members)
+    return EnsembleDiagnoser.of([*members, *priors], [1.0 / k] * k + [cfg.prior_weight] * len(priors))
+
+
 def build_sets(specs: dict[str, DatasetSpec], settings: Settings, progress: bool = True) -> dict[str, Path]:
     """Every dataset of `specs` built, or found in the cache."""
     root = settings.data_dir.resolve()
@@ -222,9 +238,13 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
         top, members = choose_ensemble(ranked, Xv, yv, cfg.top_k)
         winners = winner_configs(top)
         parent.log_dict(winners, "winners.json")  # what a retrain warm-starts from when this is champion
-        ensemble = EnsembleDiagnoser.of(members)
+        t0 = time.perf_counter()
+        ensemble = served_ensemble(members, cfg, X, y)
         members_fit_s = sum(t.metrics.get("fit_seconds", 0.0) for t in top)  # the ensemble's training time
-        scores = [_score("cnn-ensemble", "cnn-ensemble", ensemble, Xt, yt, members_fit_s)]
+        served = "cnn-ensemble" + "".join(f" + {p}" for p in cfg.priors)
+        scores = [_score(served, "cnn-ensemble", ensemble, Xt, yt, members_fit_s + time.perf_counter() - t0)]
+        if cfg.priors:  # the CNNs alone, for comparison
+            scores.append(_score("cnn-ensemble alone", "cnn", EnsembleDiagnoser.of(members), Xt, yt, members_fit_s))
         best = _score(f"{top[0].model} (best trial)", "cnn", members[0], Xt, yt, top[0].metrics.get("fit_seconds", 0))
         scores.append(best)
         bar = tqdm(cfg.baselines, desc="baselines", unit="model", disable=not progress)

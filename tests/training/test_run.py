@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from data.simulate.runner import simulate_many
+from models.ensemble import EnsembleDiagnoser
 from service.predictor import Predictor
 from training.run import TrainConfig, Trained, run_training
 from training.tracking import Tracker
@@ -26,7 +27,12 @@ def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) 
     champ = Tracker(settings.data_dir).champion(settings.registered_model)
     assert champ is not None and champ.version == "1"
     names = [s.name for s in done.scores]
-    assert names[0] == "cnn-ensemble" and {"svm", "logreg", "mlp", "mnb", "minirocket"} <= set(names)
+    assert names[0] == "cnn-ensemble + rules" and {"svm", "logreg", "mlp", "mnb", "minirocket"} <= set(names)
+    assert "cnn-ensemble alone" in names  # the CNNs without the rules beside them, for comparison
+    served = Predictor.load(None, settings).model
+    assert isinstance(served, EnsembleDiagnoser) and served.models_[-1].name == "rules"
+    k = len(served.models_) - 1
+    assert list(served.weights) == [1.0 / k] * k + [1.0]  # the CNNs weigh 1 in all, the rules 1
     text = done.report.read_text()
     for section in ("## Field test set", "## Per-fault recall", "## Learning curve", "## Sweep"):
         assert section in text

@@ -1,0 +1,58 @@
+"""The ensemble averages its members' probabilities with the weights it was given, and keeps them
+through a save and load (the served model: the CNNs beside the expert rules, training.run)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from data.simulate.archive import tar_bytes
+from data.simulate.generate import simulate_bundle
+from models.base import load_model
+from models.ensemble import EnsembleDiagnoser
+from models.registry import create_model
+from pipeline.api import load_bundle
+from pipeline.tensors import BundleTensors
+
+
+@pytest.fixture(scope="module")
+def data() -> tuple[list[BundleTensors], list[dict[str, str]]]:
+    X, y = [], []
+    for i, fault in enumerate(["host.cpu_contention", "disk.latency", "net.packet_loss"]):
+        b = simulate_bundle("lab", 6, i, faults=[fault])
+        X.append(load_bundle(io.BytesIO(tar_bytes({k: v for k, v in b.files.items() if k != "labels.json"}))))
+        comps = b.labels["components"]
+        assert isinstance(comps, dict)
+        y.append(dict(comps))
+    return X, y
+
+
+def test_weights_average_and_survive_a_save(
+    data: tuple[list[BundleTensors], list[dict[str, str]]], tmp_path: Path
+) -> None:
+    X, y = data
+    a = create_model("rules").fit(X, y)
+    b = create_model("rules", calibrate=False, slope=1.0).fit(X, y)
+    pa, pb = a.predict_proba(X), b.predict_proba(X)
+    ens = EnsembleDiagnoser.of([a, b], [3.0, 1.0])
+    got = ens.predict_proba(X)
+    for i in range(len(X)):
+        for cid, p in got[i].items():
+            assert np.allclose(p, 0.75 * pa[i][cid] + 0.25 * pb[i][cid]), cid
+    back = load_model(ens.save(tmp_path / "ens"))
+    assert isinstance(back, EnsembleDiagnoser) and list(back.weights) == [3.0, 1.0]
+    for i in range(len(X)):
+        for cid, p in back.predict_proba(X)[i].items():
+            assert np.allclose(p, got[i][cid]), cid
+    assert [np.argmax(p) for p in EnsembleDiagnoser.of([a, b]).predict_proba(X)[0].values()]  # equal weights
+
+
+def test_weights_must_fit_the_members(data: tuple[list[BundleTensors], list[dict[str, str]]]) -> None:
+    X, y = data
+    a = create_model("rules").fit(X, y)
+    for bad in ([1.0, 1.0], [-1.0], [0.0]):
+        with pytest.raises(ValueError, match="do not fit"):
+            EnsembleDiagnoser.of([a], bad).predict_proba(X)
