@@ -82,7 +82,7 @@ def main() -> int:
     ap.add_argument("--cnn-seeds", type=int, default=3)
     ap.add_argument("--data", default=str(REPO / "var" / "bench-generalise"))
     ap.add_argument("--combine", default="cnn_small+rules,logreg+rules",
-                    help="ensembles of fitted models to score too (probabilities averaged)")  # fmt: skip
+                    help="fitted models averaged (a+b; a+b*0.5 weighs b by 0.5) and scored too")  # fmt: skip
     ap.add_argument("--markdown", action="store_true", help="also print the README tables")
     args = ap.parse_args()
     root, names = Path(args.data), args.models.split(",")
@@ -105,10 +105,11 @@ def main() -> int:
             model = make(name, args.epochs, args.cnn_seeds)
             fitted[name] = (model, fit(model, X, y, val))
         for combo in combos:  # probabilities averaged, as the served ensemble averages its members
-            parts = combo.split("+")
-            if all(p in fitted for p in parts):
-                ens = EnsembleDiagnoser.of([fitted[p][0] for p in parts])
-                fitted[combo] = (ens, sum(fitted[p][1] for p in parts))
+            parts = [p.partition("*") for p in combo.split("+")]  # "rules*0.5": that member's weight
+            if all(p in fitted for p, _, _ in parts):
+                weights = [float(w or 1) for _, _, w in parts]
+                ens = EnsembleDiagnoser.of([fitted[p][0] for p, _, _ in parts], weights)
+                fitted[combo] = (ens, sum(fitted[p][1] for p, _, _ in parts))
         for name, (model, fit_s) in fitted.items():
             for test, (Xt, yt) in tests.items():
                 report(name, test, yt, model.predict(Xt), fit_s, **extra)

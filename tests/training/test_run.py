@@ -32,7 +32,7 @@ def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) 
     served = Predictor.load(None, settings).model
     assert isinstance(served, EnsembleDiagnoser) and served.models_[-1].name == "rules"
     k = len(served.models_) - 1
-    assert list(served.weights) == [1.0 / k] * k + [1.0]  # the CNNs weigh 1 in all, the rules 1
+    assert list(served.weights) == [1.0 / k] * k + [0.5]  # the CNNs weigh 1 in all, the rules 0.5
     text = done.report.read_text()
     for section in ("## Field test set", "## Per-fault recall", "## Learning curve", "## Sweep"):
         assert section in text
