@@ -1,0 +1,55 @@
+"""The rules' weight beside the CNNs, on a trained champion: the same members re-weighted, no training.
+
+    .venv/bin/python benchmarks/bench_prior_weight.py --data var/quick-v2 [--weights 0,0.25,0.5,1] [--seed 3]
+
+Loads the ensemble a `vsandx train` run saved under DATA/runs/*/ensemble (the newest), takes its CNN
+members and its prior (the last member), and scores the ensemble with the prior at each weight (0: the
+CNNs alone) on the run's field test set (the dataset of field bundles with that seed, already built by
+the run). Prints exact match and the faults whose recall falls below 1 per weight.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from models.base import load_model  # noqa: E402
+from models.ensemble import EnsembleDiagnoser  # noqa: E402
+from models.metrics import exact_match, per_fault  # noqa: E402
+from training.datasets import load_dataset  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", required=True, help="the VSANDX_DATA_DIR of a `vsandx train` run")
+    ap.add_argument("--weights", default="0,0.25,0.5,1")
+    ap.add_argument("--seed", type=int, default=3, help="seed of the run's field test set (seed*10+3; 3 for seed 0)")
+    args = ap.parse_args()
+    root = Path(args.data)
+    folder = max(root.glob("runs/*/ensemble"), key=lambda p: p.stat().st_mtime)
+    ens = load_model(folder)
+    assert isinstance(ens, EnsembleDiagnoser) and len(ens.models_) > 1, f"{folder}: no prior beside the CNNs"
+    cnns, prior = ens.models_[:-1], ens.models_[-1]
+    test = next(
+        d.parent
+        for d in sorted(root.glob("datasets/field-*/dataset.json"))
+        if json.loads(d.read_text()).get("seed") == args.seed
+    )
+    X, y = load_dataset(test)
+    k = len(cnns)
+    for w in (float(x) for x in args.weights.split(",")):
+        model = EnsembleDiagnoser.of([*cnns, prior], [1.0 / k] * k + [w]) if w else EnsembleDiagnoser.of(cnns)
+        pred = model.predict(X)
+        low = {f: round(v["recall"], 2) for f, v in per_fault(y, pred).items() if v["support"] and v["recall"] < 1}
+        em = round(exact_match(y, pred), 3)
+        print(json.dumps({"prior": prior.name, "weight": w, "n": len(X), "exact_match": em, "recall_below_1": low}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
