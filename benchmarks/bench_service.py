@@ -21,6 +21,7 @@ target is missed.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -77,18 +78,22 @@ def _bundles(root: Path, n: int) -> list[bytes]:
 
 
 class Load:
-    """Closed-loop clients; each request's bytes are made unique through the gzip MTIME field."""
+    """Closed-loop clients; each request's bytes are made unique through the gzip MTIME field, or, with
+    `twice`, each body is sent twice in a row (by whichever clients take it), so that identical bytes
+    arrive at the same time. Every upload answered is kept in `answered` as (job id, sha256 of the
+    bytes sent, the job's attempts), for a check that each upload made exactly one diagnosis."""
 
-    def __init__(self, url: str, bundles: list[bytes], api_key: str | None) -> None:
-        self.url, self.bundles = url, bundles
+    def __init__(self, url: str, bundles: list[bytes], api_key: str | None, twice: bool = False) -> None:
+        self.url, self.bundles, self.twice = url, bundles, twice
         self.headers = {"X-API-Key": api_key} if api_key else {}
         self.counter = int(time.time()) & 0xFFFF_0000
         self.lock = threading.Lock()
+        self.answered: list[tuple[str, str, int]] = []
 
     def _payload(self) -> bytes:
         with self.lock:
             self.counter += 1
-            n = self.counter
+            n = self.counter // 2 if self.twice else self.counter
         data = self.bundles[n % len(self.bundles)]
         return data[:4] + (n & 0xFFFFFFFF).to_bytes(4, "little") + data[8:]
 
@@ -105,12 +110,14 @@ class Load:
                     t0 = time.perf_counter()
                     try:
                         r = c.post("/api/v1/diagnoses?wait=true", files={"bundle": ("lab.tgz", body)})
-                        doc = r.json()["diagnosis"] if r.status_code == 201 else None
+                        res = r.json() if r.status_code == 201 else None
+                        doc = res["diagnosis"] if res else None
                         ok = doc is not None and doc["schema"] == "vsandx.diagnosis/1"
                         err = None if ok else f"HTTP {r.status_code}: {r.text[:200]}"
-                        if doc is not None:
+                        if res is not None and doc is not None:
                             with self.lock:
                                 server.append(doc["timing_ms"]["total"])
+                                self.answered.append((res["id"], hashlib.sha256(body).hexdigest(), res["attempts"]))
                     except (httpx.HTTPError, KeyError, TypeError, ValueError) as e:
                         err = f"{type(e).__name__}: {e}"
                     dt = time.perf_counter() - t0
@@ -196,7 +203,7 @@ def main() -> int:
             os.killpg(server.pid, 15)
             server.wait(30)
         shutil.rmtree(tmp, ignore_errors=True)
-    doc = {
+    doc: dict[str, Any] = {
         "single_client": single,
         "concurrent": loaded,
         "bundle_mb": round(sum(map(len, bundles)) / len(bundles) / 1e6, 2),

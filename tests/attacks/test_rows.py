@@ -46,6 +46,9 @@ ROWS: dict[str, list[str]] = {
         "tests/service/test_api.py::test_oversized_upload_is_refused_before_the_body_is_read"
     ],
     "API keys on every write route": ["tests/service/test_api.py::test_api_keys_guard_writes_only"],
+    "8 clients for 3 minutes with 0 errors and no duplicate diagnosis": [
+        "tests/service/test_load.py::test_concurrent_clients_get_no_error_and_no_duplicate_diagnosis"
+    ],
     "a worker killed mid-diagnosis": ["tests/service/test_chaos.py::test_killed_worker_job_finishes_exactly_once"],
     "the API killed mid-upload (nothing lost, nothing left)": [
         "tests/service/test_housekeeping.py::test_spool_files_of_killed_uploads_are_swept"
@@ -74,6 +77,7 @@ ROWS: dict[str, list[str]] = {
     "a 400 MB JSON body to the feedback API": [
         "tests/service/test_limits.py::test_feedback_json_and_forms_take_kilobytes",
         "tests/service/test_limits.py::test_a_chunked_body_is_cut_as_soon_as_it_passes_the_limit",
+        "tests/service/test_limits.py::test_a_400_mb_json_body_streamed_to_the_feedback_api_is_cut_at_the_limit",
     ],
     "a cross-origin form POST to the feedback form": [
         "tests/service/test_csrf.py::test_cross_origin_writes_are_refused_before_the_route",
@@ -95,9 +99,21 @@ ROWS: dict[str, list[str]] = {
 }
 
 
-def _functions(path: Path) -> set[str]:
+# The HTTP rows of the Broke list: their tests measure the API process (tests/attacks/bounds.py), as the
+# corpus cases are measured, so at least one test of each row runs the attack under `bounded`.
+BOUNDED = (
+    "offset=2**63 (API), page=2**62 (UI)",
+    "a 400 MB JSON body to the feedback API",
+    "a cross-origin form POST to the feedback form",
+    "20,000 requests with random HTTP methods",
+    "opening the diagnosis page of a bomb",
+    "the same signed GitHub body under new delivery ids",
+)
+
+
+def _functions(path: Path) -> dict[str, str]:
     tree = ast.parse(path.read_text())
-    return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    return {n.name: ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
 
 
 @pytest.mark.parametrize("row", list(ROWS))
@@ -109,6 +125,12 @@ def test_every_row_is_tried_again(row: str) -> None:
         file, _, func = ref.partition("::")
         path = REPO / file
         assert path.is_file() and func in _functions(path), f"{row}: {ref} does not exist"
+
+
+@pytest.mark.parametrize("row", BOUNDED)
+def test_http_rows_are_tried_within_the_bounds(row: str) -> None:
+    sources = [_functions(REPO / ref.partition("::")[0])[ref.partition("::")[2]] for ref in ROWS[row]]
+    assert any("bounded(" in src for src in sources), f"{row}: no test runs it under bounded()"
 
 
 def test_every_corpus_case_answers_a_row() -> None:

@@ -11,10 +11,12 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from data.simulate.runner import simulate_many
@@ -131,6 +133,44 @@ def stop_process(p: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait(5)
+
+
+@contextmanager
+def serving(env: dict[str, str], *args: str, log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`vsandx serve ARGS` on a free loopback port, `env` added to this process's environment, in its
+    own process group: (its URL, the process) once /health answers; SIGTERM after, as an operator
+    stops it (the caller may check the exit status), SIGKILL to the group if that does not end it."""
+    from tests.service.fakes import free_port
+
+    port = free_port()
+    with open(log, "ab") as out:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "vsandx.cli", "serve", "--port", str(port), *args],
+            env={**os.environ, **env},
+            cwd=Path(__file__).resolve().parents[2],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        until(lambda: p.poll() is not None or answers(f"{url}/health"), timeout=60, every=0.3)
+        assert p.poll() is None, log.read_text()[-3000:]
+        yield url, p
+    finally:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                stop_process(p, signal.SIGKILL)
+
+
+def answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def redis_available(url: str = "redis://127.0.0.1:6379/0") -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.limits import BodyLimit
+from tests.attacks.bounds import bounded
 from tests.service.kit import bundles, model_dir, service_settings, until
 from vsandx.faults import LABELS
 
@@ -121,8 +122,8 @@ def test_oversized_upload_is_refused_before_the_body_is_read() -> None:
     async def receive() -> dict[str, Any]:
         raise AssertionError("the body must not be read")
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(dict(message))
 
     scope = {"type": "http", "method": "POST", "path": "/api/v1/diagnoses", "headers": [(b"content-length", b"1001")]}
     asyncio.run(BodyLimit(app, 1000)(scope, receive, send))
@@ -130,12 +131,13 @@ def test_oversized_upload_is_refused_before_the_body_is_read() -> None:
 
 
 def test_paging_bounds_answer_422(client: TestClient) -> None:
-    for url in (f"/api/v1/diagnoses?offset={2**63}", f"/api/v1/diagnoses?offset={2**31}", "/api/v1/diagnoses?offset=-1",
-                "/api/v1/diagnoses?limit=0", "/api/v1/diagnoses?limit=501", f"/api/v1/model/retrains?offset={2**63}",
-                f"/api/v1/model/retrains/{2**63}"):  # fmt: skip
-        assert client.get(url).status_code == 422, url  # 2**63 was a 500: too large for SQLite
-    assert client.get(f"/api/v1/diagnoses?offset={2**31 - 1}").json()["items"] == []
-    assert client.get(f"/api/v1/model/retrains/{2**31 - 1}").status_code == 404
+    with bounded("huge offsets and ids"):
+        for url in (f"/api/v1/diagnoses?offset={2**63}", f"/api/v1/diagnoses?offset={2**31}",
+                    "/api/v1/diagnoses?offset=-1", "/api/v1/diagnoses?limit=0", "/api/v1/diagnoses?limit=501",
+                    f"/api/v1/model/retrains?offset={2**63}", f"/api/v1/model/retrains/{2**63}"):  # fmt: skip
+            assert client.get(url).status_code == 422, url  # 2**63 was a 500: too large for SQLite
+        assert client.get(f"/api/v1/diagnoses?offset={2**31 - 1}").json()["items"] == []
+        assert client.get(f"/api/v1/model/retrains/{2**31 - 1}").status_code == 404
 
 
 def test_api_keys_guard_writes_only(tmp_path: Path, model_dir: Path, bundles: list[Path]) -> None:

@@ -7,9 +7,12 @@ for the bundles the parser reads with a warning; the worker process lives on (no
 no crash) with its peak RSS during the job below a ceiling above what it held before; and opening
 the diagnosis page and its charts never reads the stored bundle again in the API process.
 
-The worker's peak is measured per job: writing "5" to /proc/PID/clear_refs resets its VmHWM
-(Linux >= 4.0), so each job's peak is its own. CPU seconds (utime + stime from /proc/PID/stat)
-bound the work; wall time only guards against a hang, since the machine is shared.
+Issue 18's bounds (tests/attacks/bounds.py), per case: the worker's peak RSS during the job under
+600 MB above what it held before it (idle, model loaded), the API process's (this one: the TestClient
+runs it here, and it checks the first member at upload) likewise, and the wall time from the upload's
+first byte to the job's end under 20 s. Each process's peak is reset before the case (clear_refs), so
+each case's peak is its own. The worker's CPU seconds are reported beside the wall time: on a shared
+machine the wall time also measures the neighbours.
 """
 
 from __future__ import annotations
@@ -25,30 +28,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
+from tests.attacks.bounds import MiB, Watch, bounded, proc_status
 from tests.attacks.corpus import CASES, SLOW, Case
 from tests.service.kit import model_dir, start_worker, stop_process, until
 from tests.service.test_tasks import settings_of
 
 __all__ = ["model_dir"]  # fixture
 
-MAX_JOB_RSS = 700 * 1024 * 1024  # above the worker's resident set before the job (model loaded)
-MAX_JOB_CPU_S = 40.0  # parse (20 s budget in tests/pipeline/test_attacks.py) plus the model and charts
-MAX_WALL_S = 180.0
-_TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _status(pid: int, key: str) -> int:
-    with open(f"/proc/{pid}/status") as fh:
-        for line in fh:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise AssertionError(f"no {key} for process {pid}")
-
-
-def _cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as fh:
-        fields = fh.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / _TICK  # utime, stime (fields 14, 15 of stat(5))
+HANG_S = 120.0  # stop waiting here; the bound (20 s) is asserted with the figure
 
 
 @dataclass
@@ -87,20 +74,24 @@ def corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("attacks-upload")
 
 
-def _submit(svc: Service, case: Case) -> tuple[dict[str, Any], int, float]:
-    """Upload the case and wait for its job; (final status document or refusal, job peak RSS above
-    the worker's resident set before it, worker CPU seconds)."""
+@dataclass
+class Trial:
+    doc: dict[str, Any]  # the final status document, or the refusal
+    worker: Watch
+    api: Watch  # this process
+
+
+def _submit(svc: Service, case: Case) -> Trial:
+    """Upload the case and wait for its job to end, watching the worker and the API process."""
     until(lambda: os.path.exists(f"/proc/{svc.pid}"), timeout=5)
-    with open(f"/proc/{svc.pid}/clear_refs", "w") as fh:
-        fh.write("5")  # reset the worker's VmHWM: this job's peak alone
-    rss0, cpu0 = _status(svc.pid, "VmRSS"), _cpu_s(svc.pid)
+    worker, api = Watch.start(svc.pid), Watch.start()
     with open(case.path, "rb") as fh:
         r = svc.client.post("/api/v1/diagnoses", files={"bundle": (case.path.name, fh)})
     if r.status_code != 202:
-        return {"status": "refused", "code": r.status_code, "error": r.text}, 0, 0.0
+        return Trial({"status": "refused", "code": r.status_code, "error": r.text}, worker.stop(), api.stop())
     url = r.json()["status_url"]
-    doc = until(lambda: (x := svc.client.get(url).json())["status"] in ("done", "failed") and x, timeout=MAX_WALL_S)
-    return doc, _status(svc.pid, "VmHWM") - rss0, _cpu_s(svc.pid) - cpu0
+    doc = until(lambda: (x := svc.client.get(url).json())["status"] in ("done", "failed") and x, timeout=HANG_S)
+    return Trial(doc, worker.stop(), api.stop())
 
 
 _PARAMS = [pytest.param(n, marks=pytest.mark.slow) if n in SLOW else n for n in CASES]
@@ -113,11 +104,15 @@ def test_attack_upload(name: str, corpus_dir: Path, services: GetService, monkey
     for k, v in case.env.items():  # the API's upload check reads the pipeline limits from the environment
         monkeypatch.setenv(k, v)
     try:
-        doc, peak, cpu = _submit(svc, case)
+        t = _submit(svc, case)
     finally:
         case.path.unlink(missing_ok=True)
-    print(f"{name}: {doc['status']}, job peak +{peak / 2**20:.0f} MiB, {cpu:.1f} s CPU")
-    assert os.path.exists(f"/proc/{svc.pid}") and _status(svc.pid, "VmRSS") > 0, "the worker died"
+    doc, wall = t.doc, t.worker.wall_s()
+    print(
+        f"{name}: {doc['status']}, {wall:.1f} s wall, worker +{t.worker.peak_above_idle() / MiB:.0f} MiB "
+        f"{t.worker.cpu_s():.1f} s CPU, API +{t.api.peak_above_idle() / MiB:.0f} MiB"
+    )
+    assert os.path.exists(f"/proc/{svc.pid}") and proc_status(svc.pid, "VmRSS") > 0, "the worker died"
     if case.outcome == "reject":
         assert doc["status"] in ("refused", "failed"), doc
         if doc["status"] == "refused":
@@ -130,15 +125,16 @@ def test_attack_upload(name: str, corpus_dir: Path, services: GetService, monkey
         notes = doc["diagnosis"]["bundle"]["warnings"]
         if case.outcome == "warn":  # what was cut reaches the engineer with the verdict
             assert any(case.expect in w for w in notes), notes
-    assert peak < MAX_JOB_RSS, f"{name}: the job's peak was {peak / 2**20:.0f} MiB above the worker's"
-    assert cpu < MAX_JOB_CPU_S, f"{name}: {cpu:.1f} s of worker CPU"
+    t.worker.check(f"{name} (worker job)")
+    t.api.check(f"{name} (API process, upload to job end)")
     if doc["status"] == "done":
-        _page_reads_nothing(svc, doc["id"], monkeypatch)
+        _page_reads_nothing(svc, name, doc["id"], monkeypatch)
 
 
-def _page_reads_nothing(svc: Service, job_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def _page_reads_nothing(svc: Service, name: str, job_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The diagnosis page and its charts come from what the worker stored: the API process never
-    looks the stored bundle up again (once it re-parsed a bomb to draw charts: 4.4 GB, 143 s)."""
+    looks the stored bundle up again (once it re-parsed a bomb to draw charts: 4.4 GB, 143 s), and
+    opening them stays within the bounds."""
     from service import store
 
     def refuse(*a: object, **k: object) -> None:
@@ -146,10 +142,11 @@ def _page_reads_nothing(svc: Service, job_id: str, monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(store, "bundle_path", refuse)
     monkeypatch.setattr(store, "_bundle_file", refuse)
-    page = svc.client.get(f"/diagnoses/{job_id}")
+    with bounded(f"opening the page of {name}"):
+        page = svc.client.get(f"/diagnoses/{job_id}")
+        charts = [svc.client.get(f"/diagnoses/{job_id}/charts/{k}.png") for k in range(3)]
     assert page.status_code == 200, page.text[:500]
     notes = svc.client.get(f"/api/v1/diagnoses/{job_id}").json()["diagnosis"]["bundle"]["warnings"]
     assert ('id="reading-notes"' in page.text) == bool(notes)
-    for k in range(3):
-        r = svc.client.get(f"/diagnoses/{job_id}/charts/{k}.png")
+    for r in charts:
         assert r.status_code in (200, 404), r.text[:300]

@@ -14,6 +14,7 @@ from service.app import create_app
 from service.notify import NotifySettings
 from service.trackers import TrackerSettings
 from service.webhook_work import Integrations
+from tests.attacks.bounds import bounded
 from tests.service.kit import service_settings
 
 PUBLIC = "https://vsandx.example.com"
@@ -55,14 +56,15 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 
 def test_cross_origin_writes_are_refused_before_the_route(client: TestClient) -> None:
     evil = {"origin": "https://evil.example"}
-    upload = client.post("/api/v1/diagnoses", files={"bundle": ("a.tgz", b"x" * 100)}, headers=evil)
-    assert upload.status_code == 403 and "evil.example" in upload.json()["detail"]
-    assert client.get("/api/v1/diagnoses").json()["total"] == 0  # nothing stored
-    assert client.post("/api/v1/model/retrains", headers=evil).status_code == 403
-    assert client.post("/diagnoses/x/feedback", data={"author": "a"}, headers=evil).status_code == 403
-    assert client.post("/model/retrains", data={}, headers={"origin": "null"}).status_code == 403
-    assert client.get("/api/v1/diagnoses", headers=evil).status_code == 200  # reading stays open
-    own = client.post("/api/v1/model/training", headers={"origin": PUBLIC})
-    assert own.status_code == 409  # its own origin reaches the route (training needs a Celery worker)
-    hook = client.post("/api/v1/webhooks/github", content=b"{}", headers=evil)  # signed server-to-server
-    assert hook.status_code == 503  # GitHub is not configured: the webhook route answered
+    with bounded("cross-origin writes"):
+        upload = client.post("/api/v1/diagnoses", files={"bundle": ("a.tgz", b"x" * 100)}, headers=evil)
+        assert upload.status_code == 403 and "evil.example" in upload.json()["detail"]
+        assert client.get("/api/v1/diagnoses").json()["total"] == 0  # nothing stored
+        assert client.post("/api/v1/model/retrains", headers=evil).status_code == 403
+        assert client.post("/diagnoses/x/feedback", data={"author": "a"}, headers=evil).status_code == 403
+        assert client.post("/model/retrains", data={}, headers={"origin": "null"}).status_code == 403
+        assert client.get("/api/v1/diagnoses", headers=evil).status_code == 200  # reading stays open
+        own = client.post("/api/v1/model/training", headers={"origin": PUBLIC})
+        assert own.status_code == 409  # its own origin reaches the route (training needs a Celery worker)
+        hook = client.post("/api/v1/webhooks/github", content=b"{}", headers=evil)  # signed server-to-server
+        assert hook.status_code == 503  # GitHub is not configured: the webhook route answered

@@ -5,18 +5,23 @@ a chunk), and in the application the JSON and form routes take kilobytes while u
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Iterator
+import select
+import socket
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from service.app import body_limits, create_app
 from service.limits import BodyLimit, BodyLimits
 from service.webhooks import WEBHOOK_MAX_BODY
-from tests.service.kit import service_settings
+from tests.attacks.bounds import bounded
+from tests.service.kit import service_settings, serving
 
 CHUNK = 64 * 1024
 
@@ -50,8 +55,8 @@ def _run(limit: int, headers: list[tuple[bytes, bytes]], chunks: int) -> tuple[l
         given += 1
         return {"type": "http.request", "body": b"x" * CHUNK, "more_body": given < chunks}
 
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(dict(message))
 
     scope = {"type": "http", "method": "POST", "path": "/api/v1/diagnoses/x/feedback", "headers": headers}
     asyncio.run(BodyLimit(app, limit)(scope, receive, send))
@@ -77,20 +82,81 @@ def client(tmp_path: Path) -> Iterator[TestClient]:
 
 
 def test_feedback_json_and_forms_take_kilobytes(client: TestClient) -> None:
-    big = {"author": "x" * 5000, "labels": {}}
-    r = client.post("/api/v1/diagnoses/abc/feedback", json=big)
-    assert r.status_code == 413 and "4096" in r.json()["detail"]
+    with bounded("oversized JSON and form bodies"):
+        big = {"author": "x" * 5000, "labels": {}}
+        r = client.post("/api/v1/diagnoses/abc/feedback", json=big)
+        assert r.status_code == 413 and "4096" in r.json()["detail"]
 
-    def chunks() -> Iterator[bytes]:  # no Content-Length: counted while streaming
-        yield b'{"author": "'
-        for _ in range(16):
-            yield b"x" * 1024
-        yield b'", "labels": {}}'
+        def chunks() -> Iterator[bytes]:  # no Content-Length: counted while streaming
+            yield b'{"author": "'
+            for _ in range(16):
+                yield b"x" * 1024
+            yield b'", "labels": {}}'
 
-    r = client.post("/api/v1/diagnoses/abc/feedback", content=chunks(), headers={"content-type": "application/json"})
-    assert r.status_code == 413
-    small = client.post("/api/v1/diagnoses/abc/feedback", json={"author": "x", "labels": {}})
-    assert small.status_code == 404  # under the limit it reaches the route
-    form = client.post("/diagnoses/abc/feedback", content=b"x" * (1024 * 1024 + 1),
-                       headers={"content-type": "application/x-www-form-urlencoded"})  # fmt: skip
-    assert form.status_code == 413
+        json_type = {"content-type": "application/json"}
+        r = client.post("/api/v1/diagnoses/abc/feedback", content=chunks(), headers=json_type)
+        assert r.status_code == 413
+        small = client.post("/api/v1/diagnoses/abc/feedback", json={"author": "x", "labels": {}})
+        assert small.status_code == 404  # under the limit it reaches the route
+        form = client.post("/diagnoses/abc/feedback", content=b"x" * (1024 * 1024 + 1),
+                           headers={"content-type": "application/x-www-form-urlencoded"})  # fmt: skip
+        assert form.status_code == 413
+
+
+def _post_streaming(url: str, path: str, body: Iterator[bytes], headers: dict[str, str]) -> tuple[bytes, int]:
+    """POST `body` over a plain socket, one chunk at a time, and stop as soon as the server answers (or
+    closes): (its answer, the body bytes sent by then). An HTTP client library would send the whole
+    body before reading the answer."""
+    host, port = url.removeprefix("http://").split(":")
+    chunked = "content-length" not in headers
+    fields = {"Host": f"{host}:{port}", "Connection": "close", **headers}
+    fields |= {"Transfer-Encoding": "chunked"} if chunked else {}
+    head = f"POST {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items()) + "\r\n"
+    sent = 0
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(head.encode())
+        for data in body:
+            if select.select([s], [], [], 0)[0]:
+                break  # the answer (or the close) came before the end of the body
+            try:
+                s.sendall(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += len(data)
+        else:
+            if chunked:
+                s.sendall(b"0\r\n\r\n")  # the whole body went in: its end
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):
+            while got := s.recv(65536):
+                answer += got
+    return answer, sent
+
+
+def test_a_400_mb_json_body_streamed_to_the_feedback_api_is_cut_at_the_limit(tmp_path: Path) -> None:
+    """Issue 18's row: a 400 MB JSON body to the feedback API took the API process to 2.6 GB. Sent
+    to a real `vsandx serve` the way an attacker streams it, over a socket in 64 KiB chunks: without a
+    length (chunked), the server answers 413 once the body passes the route's limit (64 KiB), and
+    the client, which stops at the answer, has sent the limit plus what the sockets buffer (a few MB,
+    not 400 MB); with a declared 400 MB length, 413 before a body byte is read. The API process's
+    peak RSS stays under 600 MB above idle and each request ends within 20 s."""
+    total = 400 * 2**20
+    doc = b'{"author": "'
+
+    def body() -> Iterator[bytes]:
+        yield doc
+        for _ in range((total - len(doc)) // CHUNK):
+            yield b"x" * CHUNK
+
+    env = {"VSANDX_DATA_DIR": str(tmp_path / "var"), "VSANDX_WORKER_PROCESSES": "0", "VSANDX_EMBEDDED_WORKERS": "0"}
+    with serving(env, log=tmp_path / "serve.log") as (url, p):
+        json_type = {"content-type": "application/json"}
+        for headers in (json_type, json_type | {"content-length": str(total)}):
+            with bounded(f"400 MB JSON body to the feedback API, {headers}", p.pid):
+                answer, sent = _post_streaming(url, "/api/v1/diagnoses/abc/feedback", body(), headers)
+            print(f"sent {sent / 2**20:.1f} MiB before the answer")
+            assert answer.startswith(b"HTTP/1.1 413 "), answer[:300]
+            assert b"65536 bytes" in answer, answer[-300:]
+            assert sent < 32 * 2**20, f"{sent} bytes went in before the refusal"
+            assert p.poll() is None
+        assert httpx.get(f"{url}/health").status_code == 200  # and it serves on

@@ -3,48 +3,26 @@ worker process diagnoses, and it stops its workers when it stops."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.service.kit import bundles, model_dir, until
+from tests.service.kit import answers, bundles, model_dir, serving, until
 
 __all__ = ["bundles", "model_dir"]  # fixtures
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_serve_runs_api_and_workers(tmp_path: Path, model_dir: Path, bundles: list[Path]) -> None:
-    port = _port()
     env = {
-        **os.environ,
         "VSANDX_DATA_DIR": str(tmp_path / "var"),
         "VSANDX_MODEL_URI": str(model_dir),
         "VSANDX_EMBEDDED_WORKERS": "0",
         "VSANDX_WORKER_PROCESSES": "1",
     }
     log = tmp_path / "serve.log"
-    with open(log, "wb") as out:
-        p = subprocess.Popen(
-            [sys.executable, "-m", "vsandx.cli", "serve", "--port", str(port)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        until(lambda: _ready(url), timeout=60, every=0.3)
+    with serving(env, log=log) as (url, p):
+        until(lambda: answers(f"{url}/ready"), timeout=60, every=0.3)
         until(lambda: "1 worker process(es)" in httpx.get(f"{url}/ready").json()["queue"], timeout=30)
         assert f"vsandx serving on {url}" in log.read_text()
         children = _children(p.pid)
@@ -53,22 +31,12 @@ def test_serve_runs_api_and_workers(tmp_path: Path, model_dir: Path, bundles: li
             f"{url}/api/v1/diagnoses?wait=true", files={"bundle": ("a.tgz", bundles[0].read_bytes())}, timeout=60
         )
         assert r.status_code == 201 and r.json()["diagnosis"]["schema"] == "vsandx.diagnosis/1", r.text
-    finally:
-        p.send_signal(signal.SIGTERM)
-        p.wait(30)
-    assert p.returncode == 0, log.read_text()[-2000:]
+    assert p.returncode == 0, log.read_text()[-2000:]  # stopped by SIGTERM
     assert not any(Path(f"/proc/{c}").exists() for c in children)  # stopped and reaped
 
 
 def _children(pid: int) -> list[int]:
     return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-
-
-def _ready(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/ready", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def test_cli_parses_serve_and_worker() -> None:

@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from service import chart_store, pages, store
 from service.app import create_app
 from service.tables import Diagnosis, Job
+from tests.attacks.bounds import bounded
 from tests.service.kit import bundles, model_dir, service_settings
 from training.report import CurvePoint, ModelScore, Results, write_report
 from vsandx.faults import FAULT_IDS, FAULTS
@@ -100,10 +101,11 @@ def test_pages_never_parse_a_bundle(client: TestClient, bundles: list[Path], mon
         monkeypatch.setattr(target, "load_bundle", refuse)
     for name in ("chart_png", "chart_svgs", "charts_for"):
         monkeypatch.setattr(chart_store, name, refuse)
-    page = client.get(f"/diagnoses/{res['id']}").text
-    assert page.count('<svg class="chart"') >= 2 and "No charts were stored" not in page
-    png = client.get(f"/diagnoses/{res['id']}/charts/0.png")
-    assert png.status_code == 200 and png.content[:4] == b"\x89PNG"
+    with bounded("opening a diagnosis page and its chart"):
+        page = client.get(f"/diagnoses/{res['id']}").text
+        assert page.count('<svg class="chart"') >= 2 and "No charts were stored" not in page
+        png = client.get(f"/diagnoses/{res['id']}/charts/0.png")
+        assert png.status_code == 200 and png.content[:4] == b"\x89PNG"
     key = chart_store.key_of(res["diagnosis"])
     assert key is not None and (chart_store.folder_of(client.app.state.settings, key) / "0.png").is_file()  # type: ignore[attr-defined]
 
@@ -154,13 +156,14 @@ def test_feedback_form_refuses_forged_posts(client: TestClient, bundles: list[Pa
     assert token is not None
     form = {"author": "mallory", "comment": "forged"}
     url = f"/diagnoses/{res['id']}/feedback"
-    evil = client.post(url, data=form | {"csrf_token": token.group(1)}, headers={"origin": "https://evil.example"})
-    assert evil.status_code == 403
-    assert client.post(url, data=form).status_code == 403  # no token (another site cannot read it)
-    client.cookies.clear()  # a token without its cookie (another site cannot set it)
-    assert client.post(url, data=form | {"csrf_token": token.group(1)}).status_code == 403
-    assert client.get(f"{res['status_url']}/feedback").json()["items"] == []
-    assert client.post("/model/retrains", data={"csrf_token": token.group(1)}).status_code == 403
+    with bounded("forged feedback form posts"):
+        evil = client.post(url, data=form | {"csrf_token": token.group(1)}, headers={"origin": "https://evil.example"})
+        assert evil.status_code == 403
+        assert client.post(url, data=form).status_code == 403  # no token (another site cannot read it)
+        client.cookies.clear()  # a token without its cookie (another site cannot set it)
+        assert client.post(url, data=form | {"csrf_token": token.group(1)}).status_code == 403
+        assert client.get(f"{res['status_url']}/feedback").json()["items"] == []
+        assert client.post("/model/retrains", data={"csrf_token": token.group(1)}).status_code == 403
     page = client.get(f"/diagnoses/{res['id']}").text  # a new cookie and token
     fresh = re.search(r'name="csrf_token" value="([^"]+)"', page)
     assert fresh is not None
@@ -170,11 +173,12 @@ def test_feedback_form_refuses_forged_posts(client: TestClient, bundles: list[Pa
 
 
 def test_list_page_bounds(client: TestClient) -> None:
-    assert client.get(f"/diagnoses?page={2**62}").status_code == 422  # was 500: too large for SQLite
-    assert client.get(f"/diagnoses?page={pages.MAX_PAGE}").status_code == 200
-    assert client.get("/diagnoses?page=0").status_code == 422
-    assert client.get(f"/diagnoses/x/charts/{2**63}.png").status_code == 422
-    assert client.get(f"/diagnoses/x?feedback={2**63}").status_code == 422
+    with bounded("huge page numbers"):
+        assert client.get(f"/diagnoses?page={2**62}").status_code == 422  # was 500: too large for SQLite
+        assert client.get(f"/diagnoses?page={pages.MAX_PAGE}").status_code == 200
+        assert client.get("/diagnoses?page=0").status_code == 422
+        assert client.get(f"/diagnoses/x/charts/{2**63}.png").status_code == 422
+        assert client.get(f"/diagnoses/x?feedback={2**63}").status_code == 422
 
 
 def test_list_filters_and_paging(client: TestClient, bundles: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,6 +21,7 @@ from service.notify import NotifySettings
 from service.tables import Job, WebhookDelivery
 from service.webhook_work import KIND, Integrations
 from service.webhooks import WEBHOOK_MAX_BODY
+from tests.attacks.bounds import bounded
 from tests.service.fakes import free_port
 from tests.service.kit import service_settings
 from tests.service.test_trackers import SECRET, bz_body, gh_body, gh_headers, tsettings
@@ -162,6 +163,7 @@ def test_github_body_replayed_under_new_delivery_ids_queues_one_job(client: Test
     """The signature covers the body, not X-GitHub-Delivery: a captured delivery sent again with new ids
     (3 times) creates no second job, hence no second comment or email."""
     gh = gh_body()
-    answers = [client.post(GH, content=gh, headers=gh_headers(gh, delivery=f"new-{k}")).json() for k in range(4)]
+    with bounded("a signed GitHub body under new delivery ids"):
+        answers = [client.post(GH, content=gh, headers=gh_headers(gh, delivery=f"new-{k}")).json() for k in range(4)]
     assert [a["status"] for a in answers] == ["queued", "replay", "replay", "replay"]
     assert len(queued(client)) == 1
