@@ -43,7 +43,8 @@ ROWS: dict[str, list[str]] = {
         "tests/service/test_webhook_routes.py::test_bugzilla_webhook",
     ],
     "413 on a 600 MB upload before the body is read": [
-        "tests/service/test_api.py::test_oversized_upload_is_refused_before_the_body_is_read"
+        "tests/service/test_api.py::test_oversized_upload_is_refused_before_the_body_is_read",
+        "tests/service/test_limits.py::test_a_600_mb_upload_is_refused_before_the_body_is_read",
     ],
     "API keys on every write route": ["tests/service/test_api.py::test_api_keys_guard_writes_only"],
     "8 clients for 3 minutes with 0 errors and no duplicate diagnosis": [

@@ -9,6 +9,7 @@ import contextlib
 import json
 import select
 import socket
+import subprocess
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -133,30 +134,56 @@ def _post_streaming(url: str, path: str, body: Iterator[bytes], headers: dict[st
     return answer, sent
 
 
-def test_a_400_mb_json_body_streamed_to_the_feedback_api_is_cut_at_the_limit(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A real `vsandx serve` (no worker: only its HTTP edge is tried here)."""
+    root = tmp_path_factory.mktemp("limits-serve")
+    env = {"VSANDX_DATA_DIR": str(root / "var"), "VSANDX_WORKER_PROCESSES": "0", "VSANDX_EMBEDDED_WORKERS": "0"}
+    with serving(env, log=root / "serve.log") as (url, p):
+        yield url, p
+
+
+def _body(total: int, first: bytes = b"") -> Iterator[bytes]:
+    """`total` bytes: `first`, then x in 64 KiB chunks."""
+    yield first
+    for _ in range((total - len(first)) // CHUNK):
+        yield b"x" * CHUNK
+
+
+def test_a_400_mb_json_body_streamed_to_the_feedback_api_is_cut_at_the_limit(
+    served: tuple[str, subprocess.Popen[bytes]],
+) -> None:
     """Issue 18's row: a 400 MB JSON body to the feedback API took the API process to 2.6 GB. Sent
     to a real `vsandx serve` the way an attacker streams it, over a socket in 64 KiB chunks: without a
     length (chunked), the server answers 413 once the body passes the route's limit (64 KiB), and
     the client, which stops at the answer, has sent the limit plus what the sockets buffer (a few MB,
     not 400 MB); with a declared 400 MB length, 413 before a body byte is read. The API process's
     peak RSS stays under 600 MB above idle and each request ends within 20 s."""
+    url, p = served
     total = 400 * 2**20
-    doc = b'{"author": "'
+    json_type = {"content-type": "application/json"}
+    for headers in (json_type, json_type | {"content-length": str(total)}):
+        with bounded(f"400 MB JSON body to the feedback API, {headers}", p.pid):
+            answer, sent = _post_streaming(url, "/api/v1/diagnoses/abc/feedback", _body(total, b'{"a": "'), headers)
+        print(f"sent {sent / 2**20:.1f} MiB before the answer")
+        assert answer.startswith(b"HTTP/1.1 413 "), answer[:300]
+        assert b"65536 bytes" in answer, answer[-300:]
+        assert sent < 32 * 2**20, f"{sent} bytes went in before the refusal"
+        assert p.poll() is None
+    assert httpx.get(f"{url}/health").status_code == 200  # and it serves on
 
-    def body() -> Iterator[bytes]:
-        yield doc
-        for _ in range((total - len(doc)) // CHUNK):
-            yield b"x" * CHUNK
 
-    env = {"VSANDX_DATA_DIR": str(tmp_path / "var"), "VSANDX_WORKER_PROCESSES": "0", "VSANDX_EMBEDDED_WORKERS": "0"}
-    with serving(env, log=tmp_path / "serve.log") as (url, p):
-        json_type = {"content-type": "application/json"}
-        for headers in (json_type, json_type | {"content-length": str(total)}):
-            with bounded(f"400 MB JSON body to the feedback API, {headers}", p.pid):
-                answer, sent = _post_streaming(url, "/api/v1/diagnoses/abc/feedback", body(), headers)
-            print(f"sent {sent / 2**20:.1f} MiB before the answer")
-            assert answer.startswith(b"HTTP/1.1 413 "), answer[:300]
-            assert b"65536 bytes" in answer, answer[-300:]
-            assert sent < 32 * 2**20, f"{sent} bytes went in before the refusal"
-            assert p.poll() is None
-        assert httpx.get(f"{url}/health").status_code == 200  # and it serves on
+def test_a_600_mb_upload_is_refused_before_the_body_is_read(served: tuple[str, subprocess.Popen[bytes]]) -> None:
+    """Issue 18's held row, on a real `vsandx serve`: an upload declaring 600 MB (over the 512 MiB
+    upload limit) is answered 413 at once, while its body is still being streamed, and nothing is
+    stored; the API process within the bounds."""
+    url, p = served
+    total = 600 * 10**6
+    headers = {"content-type": "multipart/form-data; boundary=b", "content-length": str(total)}
+    part = b'--b\r\nContent-Disposition: form-data; name="bundle"; filename="big.tgz"\r\n\r\n'
+    with bounded("a 600 MB upload", p.pid):
+        answer, sent = _post_streaming(url, "/api/v1/diagnoses", _body(total, part), headers)
+    print(f"sent {sent / 2**20:.1f} MiB before the answer")
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:300]
+    assert sent < 32 * 2**20, f"{sent} bytes went in before the refusal"
+    assert httpx.get(f"{url}/api/v1/diagnoses").json()["total"] == 0
