@@ -13,7 +13,11 @@ A baseline sees one fixed-length row per component, built from the bundle's tens
    (slower than the cluster's other vSAN uplinks, half duplex), weighted by its share of vSAN traffic;
 5. context: the mean/max of its host's channels (nic, diskgroup, disk), of its disk group's (disk),
    the median/max/min over hosts and over disk groups of those (cluster: a resync shows on several
-   hosts at once), and the cluster's channels and static context (every kind).
+   hosts at once), and the cluster's channels and static context (every kind);
+6. the expert rules (models/rules_margins.py), one column per fault of its kind: the rule's margin
+   clipped to +-1, so "fires by a doubling or more" reads the same whichever cause made it fire (a 1 GbE
+   link and a 100 Mb/s link, one thread per disk and two). A model that learnt a fault through one
+   cause's counters finds the other causes through this column (leave-one-cause-out, README).
 
 Everything is vectorised numpy over (components, channels, T); one 4-host bundle takes a few ms.
 No scikit-learn here: the CNNs read these rows at serving time, and importing scikit-learn costs
@@ -28,9 +32,10 @@ from typing import Final
 
 import numpy as np
 
+from models.rules_margins import THRESHOLDS, rule_margins
 from pipeline.channels import KIND_CHANNELS, KIND_STATIC
 from pipeline.tensors import BundleTensors, KindTensors
-from vsandx.faults import COMPONENT_KINDS
+from vsandx.faults import COMPONENT_KINDS, faults_for_kind
 
 STATS: Final = ("mean", "std", "max", "p90", "trend", "step", "cover", "ceiling")
 PEER_STATS: Final = ("mean", "max")  # the stats compared with peers
@@ -182,6 +187,7 @@ def _bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
     cluster_ctx = np.concatenate([_mean_max(stats["cluster"])[:1], cl.static[:1] * cl.static_mask[:1]], 1)
     if cluster_ctx.shape[0] == 0:
         cluster_ctx = np.zeros((1, 2 * len(KIND_CHANNELS["cluster"]) + len(KIND_STATIC["cluster"])), np.float32)
+    rules = rule_margins(bt, THRESHOLDS)
     out: dict[str, np.ndarray] = {}
     for kind in COMPONENT_KINDS:
         kt, st = bt.kinds[kind], stats[kind]
@@ -204,6 +210,7 @@ def _bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
         if kind == "cluster":  # cluster faults show on several hosts (resync) or every group (low oio)
             parts += [_spread(host_ctx, n), _spread(dg_ctx, n)]
         parts.append(np.repeat(cluster_ctx, n, axis=0))
+        parts.append(np.stack([np.clip(rules[f], -1.0, 1.0) for f in faults_for_kind(kind)], 1).reshape(n, -1))
         f = np.concatenate(parts, axis=1)
         out[kind] = np.nan_to_num(f, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
     return out
@@ -215,7 +222,7 @@ UPLINK_CHECKS: Final = ("uplink:slow_for_design", "uplink:half_duplex")
 def _uplink_checks(kt: KindTensors) -> np.ndarray:
     """(n_nics, 2): faults.md's nicinfo checks of a vSAN uplink, each weighted by the NIC's share of its
     host's vSAN traffic (a 1 GbE management port is normal): log2 of how far its speed falls below the
-    fastest vSAN uplink of the cluster (the speed the network was designed for), and half duplex. 0 where
+    fastest vSAN uplink of the cluster (the speed the network was designed for), up to 1, and half duplex. 0 where
     nicinfo is missing. (An MTU check is left out: clusters mix 1500 and 9000 across uplinks that share
     vSAN traffic, so "another MTU than the others" flagged healthy NICs.)"""
     names = KIND_STATIC["nic"]
@@ -226,7 +233,9 @@ def _uplink_checks(kt: KindTensors) -> np.ndarray:
     ref = uplink & np.isfinite(speed) & (speed > 0)
     design = speed[ref].max() if ref.any() else np.nan
     with np.errstate(divide="ignore", invalid="ignore"):
-        slow = np.clip(np.log2(design / speed), 0, 6)
+        # saturated at one doubling: 1 GbE and 100 Mb/s on a 10 GbE design are the same finding, and a
+        # model shown only one of them must not learn how many doublings "slow" takes
+        slow = np.clip(np.log2(design / speed), 0, 1)
     out = np.stack([share * slow, share * (1 - duplex)], 1)
     return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 
@@ -268,7 +277,7 @@ def feature_names(kind: str) -> list[str]:
             for agg in ("median", "max", "min"):
                 names += grid(f"{over}s_{agg}:", KIND_CHANNELS[over], PEER_STATS)
     names += grid("cluster:", KIND_CHANNELS["cluster"], PEER_STATS) + [f"cluster:{s}" for s in KIND_STATIC["cluster"]]
-    return names
+    return names + [f"rule:{f}" for f in faults_for_kind(kind)]
 
 
 def stack_features(

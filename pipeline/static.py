@@ -7,6 +7,7 @@ import numpy as np
 from pipeline.channels import KIND_STATIC
 from pipeline.grid import Grid
 from pipeline.parse.bundle import ParsedBundle
+from pipeline.parse.perfdump import PerfEntity
 from pipeline.tensors import KindTensors
 from pipeline.topology import Topology
 from vsandx.components import nic_id
@@ -20,25 +21,65 @@ def _set(kt: KindTensors, row: int, name: str, value: float | bool | None) -> No
     kt.static_mask[row, j] = True
 
 
+def _both_ways(e: PerfEntity) -> tuple[np.ndarray, np.ndarray] | None:
+    """(sample times, rx + tx throughput: NaN where neither was reported), or None without either."""
+    parts = [e.metrics[k] for k in ("rxThroughput", "txThroughput") if k in e.metrics]
+    if not parts or any(len(p) != len(e.times) for p in parts):
+        return None
+    both = np.stack(parts)
+    return e.times, np.where(np.isfinite(both).any(0), np.nansum(both, axis=0), np.nan)
+
+
+def _matched(nic: tuple[np.ndarray, np.ndarray], vmk: tuple[np.ndarray, np.ndarray]) -> float | None:
+    """How much of the vmknic's traffic this vmnic carries, over the samples both report: the volume
+    that matches, 1 - sum|nic - vmk| / sum max(nic, vmk), times how closely it follows the vmknic's
+    ups and downs (Pearson correlation, floored at 0): a VM-network port moving as many bytes on its
+    own schedule matches the volume by chance, not the shape. None: nothing to compare."""
+    _, i, j = np.intersect1d(nic[0], vmk[0], return_indices=True)
+    a, b = nic[1][i], vmk[1][j]
+    ok = np.isfinite(a) & np.isfinite(b)
+    a, b = a[ok], b[ok]
+    top = float(np.maximum(a, b).sum())
+    if top <= 0:
+        return None
+    volume = max(0.0, 1.0 - float(np.abs(a - b).sum()) / top)
+    flat = len(a) < 3 or a.std() == 0 or b.std() == 0
+    shape = 1.0 if flat else max(0.0, float(np.corrcoef(a, b)[0, 1]))
+    return volume * shape
+
+
 def _traffic_share(pb: ParsedBundle, topo: Topology) -> dict[str, float]:
-    """Each vmnic's share of its host's vSAN pnic traffic: which uplink carries vSAN is read from data."""
+    """Each vmnic's share of its host's vSAN traffic: which uplink carries vSAN is read from the data.
+
+    The host's vSAN vmknic (vsan-host-net) sees all of its vSAN traffic; the vmnic that carries it
+    moves the same bytes at the same times, while a VM-network or management port moves its own.
+    So a vmnic's share is how much of the vmknic's traffic it matches, sample by sample:
+    the volume that matches times how closely it follows (_matched; two active uplinks split it, ~0.5
+    each). Where no vmnic of a host follows its vmknic, each vmnic's share of the host's pnic bytes
+    stands in (a vSAN uplink capped at 100 Mb/s then reads as a small share beside a busy VM network)."""
+    vmk = {e.eid: s for e in pb.perf.values() if e.etype == "vsan-host-net" and (s := _both_ways(e)) is not None}
     tot: dict[str, float] = {}
-    per: dict[str, tuple[str, float]] = {}
+    per: dict[str, tuple[str, float, float | None]] = {}
     for e in pb.perf.values():
         if e.etype != "vsan-pnic-net":
             continue
         hu, _, nic = e.eid.partition("|")
         hn = topo.host_of_uuid.get(hu)
-        if not hn:
+        own = _both_ways(e)
+        if not hn or own is None:
             continue
-        s = 0.0
-        for lb in ("rxThroughput", "txThroughput"):
-            a = e.metrics.get(lb)
-            if a is not None and np.isfinite(a).any():
-                s += float(np.nanmean(a))
-        per[nic_id(hn, nic)] = (hn, s)
-        tot[hn] = tot.get(hn, 0.0) + s
-    return {cid: (s / tot[hn] if tot[hn] > 0 else 0.0) for cid, (hn, s) in per.items()}
+        mean = float(np.nanmean(own[1])) if np.isfinite(own[1]).any() else 0.0
+        per[nic_id(hn, nic)] = (hn, mean, _matched(own, vmk[hu]) if hu in vmk else None)
+        tot[hn] = tot.get(hn, 0.0) + mean
+    # a host where no vmnic follows its vmknic (counters that disagree, or no vmknic entity) falls back
+    # to each vmnic's share of the host's pnic bytes
+    best: dict[str, float] = {}
+    for hn, _, match in per.values():
+        best[hn] = max(best.get(hn, 0.0), match or 0.0)
+    return {
+        cid: match if match is not None and best[hn] >= 0.5 else (s / tot[hn] if tot[hn] > 0 else 0.0)
+        for cid, (hn, s, match) in per.items()
+    }
 
 
 def fill_static(pb: ParsedBundle, topo: Topology, grid: Grid, kinds: dict[str, KindTensors], n_vms: int) -> None:

@@ -13,7 +13,7 @@ from pipeline.channels import KIND_CHANNEL_DEFS, KIND_CHANNELS, KIND_STATIC
 # Bump on any change to channels, static features, units or scaling: cached tensors key on it.
 # 2: nic ev.link_down/ev.link_up also count vobd's link VOBs (one per transition, covered where vobd or
 # vmkernel is); a link-down port's speed_gbps/duplex_full are unknown (masked), not 0 and half duplex.
-SCHEMA_VERSION: Final = "vsandx.tensors/2"
+SCHEMA_VERSION: Final = "vsandx.tensors/3"
 
 
 @dataclass

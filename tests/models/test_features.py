@@ -108,7 +108,7 @@ def test_uplink_checks_flag_a_slow_or_half_duplex_vsan_uplink() -> None:
                 kt.static[i, names.index(name)], kt.static_mask[i, names.index(name)] = v, True
     got = _uplink_checks(kt)
     assert got.shape == (5, len(UPLINK_CHECKS))
-    np.testing.assert_allclose(got[:, 0], [0.0, 0.0, 0.95 * np.log2(10), 0.0, 0.0], rtol=1e-5)
+    np.testing.assert_allclose(got[:, 0], [0.0, 0.0, 0.95, 0.0, 0.0], rtol=1e-5)  # saturated at one doubling
     np.testing.assert_allclose(got[:, 1], [0.0, 0.0, 0.0, 1.0, 0.0])
 
 
@@ -131,3 +131,19 @@ def test_ceiling_tells_a_flat_top_from_a_burst() -> None:
     st = channel_stats(x, np.ones_like(x, bool))
     ceiling = st[0, :, STATS.index("ceiling")]
     assert ceiling[0] > 0.7 and ceiling[1] < 0.02
+
+
+def test_rule_columns_are_the_rules_margins_saturated(lab: LabData) -> None:
+    """The last columns of every kind are its faults' rule margins clipped to +-1: a rule firing by one
+    doubling or sixteen reads alike, so a learnt model cannot tell the cause it was trained on by them."""
+    from models.rules_margins import THRESHOLDS, rule_margins
+    from vsandx.faults import faults_for_kind
+
+    for bt in lab.X[:4]:
+        feats, margins = bundle_features(bt), rule_margins(bt, THRESHOLDS)
+        for kind in COMPONENT_KINDS:
+            names = feature_names(kind)
+            for fault in faults_for_kind(kind):
+                col = feats[kind][:, names.index(f"rule:{fault}")]
+                np.testing.assert_allclose(col, np.clip(margins[fault], -1, 1), atol=1e-6)
+    assert any((bundle_features(bt)["disk"][:, -2:] > 0.99).any() for bt in lab.X)  # some rule fires

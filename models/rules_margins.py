@@ -1,0 +1,200 @@
+"""faults.md's signatures as rules: each fault's *margin* per component, from named thresholds.
+
+Every rule reads the measures of models/rules_evidence.py (physical units, peer-relative where faults.md
+says "one component standing out") and gives a margin: log2 of how far the evidence lies past its
+named threshold, clipped to +-CAP. Conditions combine as fuzzy logic: all-of = the smallest margin,
+any-of = the largest; a measure the bundle cannot show (NaN: counter not collected, host folder missing,
+no esxtop) is left out instead of voting, so a site that collects less loses evidence, not verdicts.
+A margin > 0 means the rule fires. A rule whose symptom another component's fault explains (drops on a
+link that negotiated 1 Gb/s, a disk group's congestion behind a failing capacity disk) is lowered by
+that explanation's margin: the label goes on the cause.
+
+Used by the `rules` diagnoser (models/rules.py) and, saturated, as engineered features of every learnt
+model (models/features.py): "this rule fires" reads the same whichever cause made it fire.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import numpy as np
+
+from models.rules_evidence import Evidence, bundle_evidence
+from pipeline.tensors import BundleTensors
+
+CAP: Final = 4.0  # margins are clipped to +-CAP (log2: 16x past or short of a threshold)
+
+# The named thresholds, each with where it comes from. Units as the names say.
+THRESHOLDS: Final[dict[str, float]] = {
+    # net.packet_loss. Broadcom KB 424515 (vSAN TCP/IP expectations): retransmissions 0.1-0.5 % warn,
+    # > 0.5 % critical; VMware's NFS/TCP case study: 0.02 % loss cut read throughput by 35 %. So 0.1 %
+    # (1 per-mille) sustained above the cluster's usual level, on the loss rates, on the host's TCP
+    # retransmits, on esxtop's %DRPRX; NIC rx/CRC errors only support it (a switch buffer overrun or
+    # firmware drop shows no CRC error at all).
+    "loss_pct": 0.1,
+    "rexmit_pct": 0.1,
+    "esxtop_drop_pct": 0.1,
+    "err_pct": 0.05,
+    "port_drops_pct": 0.5,  # switch-port drops: a healthy uplink at line rate overruns too, so weaker
+    # net.link_degraded. vSphere networking guidance: verify every NIC runs at its designed speed and
+    # full duplex (a flaky link renegotiates to 1 Gb/s or half duplex). The design speed is the fastest
+    # vSAN uplink of the cluster; slower by 2x or more (1 GbE on 10/25 GbE) fires. Without nicinfo, a
+    # vSAN uplink whose throughput flat-tops at 1 GbE's payload rate (~110-120 MB/s) for a share of the
+    # window is the same finding.
+    "speed_ratio": 2.0,
+    "gbe_top_mbs": 125.0,
+    "gbe_floor_mbs": 80.0,
+    "at_top_share": 0.3,
+    "peer_top_ratio": 2.5,  # ... while the other vSAN uplinks carry more than that (it is the link, not the load)
+    "uplink_share": 0.2,  # a NIC carrying this share of its host's vSAN traffic is a vSAN uplink
+    # host.cpu_contention. esxtop %RDY > 5 % per vCPU is worth a look, > 10 % degrades (VMware KB
+    # 1017926 and common guidance); faults.md: readyPct > 5-10 % with pcpuUtilPct near 100.
+    "ready_pct": 5.0,
+    "cpu_util_pct": 85.0,
+    # dg.write_buffer. LSOM congestion is 0-255; the VOB fires at 200 (LSOM_ThrowCongestionVOB, KB
+    # 326870) but a sustained value of tens already throttles (KB 326650: "< 100 but incrementing is
+    # enough to suspect"); the write buffer free share falls toward 0 (KB 326650 looks below 70 %).
+    "congestion": 30.0,
+    "wb_free_pct": 30.0,
+    "lsom_events": 1.0,
+    # disk.latency. esxtop DAVG > 20-25 ms sustained points at the device or its path (vSphere storage
+    # troubleshooting); flash is ~0.1-1 ms, so a device 5x above its siblings of the same tier and group
+    # at > 2 ms, or any SCSI failure / "performance has deteriorated" line, fires.
+    "dev_ms": 20.0,
+    "dev_floor_ms": 2.0,
+    "dev_vs_peers": 5.0,
+    "scsi_errors": 1.0,
+    "deteriorated": 1.0,
+    # disk.hotspot. faults.md: one capacity SSD's *read* latency climbs with outstanding I/O (0.1 ms at
+    # OIO 1 to several ms at 32+) while its group's other capacity disks stay near 0.1-0.2 ms; writes and
+    # SCSI status normal.
+    "hot_read_ms": 1.0,
+    "hot_read_vs_peers": 4.0,
+    "hot_write_vs_peers": 2.0,
+    # cluster.resync. The benign rebalance trickle is a few MB/s on one host; a rebuild reads from
+    # several hosts at once (faults.md), so the second-busiest host's resync read MB/s.
+    "resync_mbs": 20.0,
+    # cluster.low_oio. faults.md: oio ≈ VM disks x 1, every latency low, devices idle. A closed-loop
+    # benchmark holds its oio flat from its start on (the top 40 % of the active window within 10 %,
+    # p95/p60: a healthy mix with a daily cycle, bursts or latency-paced I/O spreads wider); HCIBench VMs
+    # carry up to 8 data disks, so 1-2 I/Os per disk is 1-16 per VM on that plateau; vSAN latency well
+    # under 3 ms is "low" on flash, under 15 ms on a hybrid tier (spindles serve in 5-10 ms unloaded).
+    "oio_plateau_spread": 0.1,
+    "oio_per_vm_min": 1.0,
+    "oio_per_vm_max": 16.0,
+    "low_latency_ms": 3.0,
+    "low_latency_hybrid_ms": 15.0,
+}
+
+
+def up(x: np.ndarray, t: float | np.ndarray) -> np.ndarray:
+    """Margin of `x` above threshold t: log2(x / t) clipped to +-CAP (NaN stays NaN: not observed)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        m = np.log2(np.maximum(x, 0) / t)
+    return np.where(np.isnan(x), np.nan, np.clip(m, -CAP, CAP))
+
+
+def down(x: np.ndarray, t: float | np.ndarray) -> np.ndarray:
+    """Margin of `x` below threshold t."""
+    return -up(x, t)
+
+
+def gate(flag: np.ndarray) -> np.ndarray:
+    """A yes/no condition as a margin: +CAP, -CAP, NaN when unknown."""
+    return np.where(np.isnan(flag), np.nan, np.where(flag > 0.5, CAP, -CAP))
+
+
+def all_of(*ms: np.ndarray) -> np.ndarray:
+    """Smallest margin over the observed conditions (NaN where none is observed)."""
+    s = np.stack(ms)
+    ok = np.isfinite(s)
+    return np.where(ok.any(0), np.where(ok, s, np.inf).min(0), np.nan)
+
+
+def any_of(*ms: np.ndarray) -> np.ndarray:
+    s = np.stack(ms)
+    ok = np.isfinite(s)
+    return np.where(ok.any(0), np.where(ok, s, -np.inf).max(0), np.nan)
+
+
+def given(core: np.ndarray, *conditions: np.ndarray) -> np.ndarray:
+    """all_of(core, *conditions), but unobserved (NaN) where the core evidence is: side conditions
+    (a gate, a load level) may veto a finding, never make one on their own."""
+    return np.where(np.isnan(core), np.nan, all_of(core, *conditions))
+
+
+def _pos(m: np.ndarray) -> np.ndarray:
+    return np.maximum(np.nan_to_num(m, nan=-CAP), 0.0)
+
+
+def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None = None) -> dict[str, np.ndarray]:
+    """Per fault id, its rule's margin for each component of the fault's kind ((n,) float64, no NaN)."""
+    ev = ev if ev is not None else bundle_evidence(bt)
+    n, h, g, d, c = (ev[k] for k in ("nic", "host", "diskgroup", "disk", "cluster"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slow = np.where(n["vsan_share"] >= th["uplink_share"], n["design_gbps"] / n["speed_gbps"], np.nan)
+        flat_top = np.where(
+            (n["uplink"] > 0.5) & np.isnan(n["speed_gbps"]),
+            all_of(down(n["tput_top_mbs"], th["gbe_top_mbs"]), up(n["tput_top_mbs"], th["gbe_floor_mbs"]),
+                   up(n["tput_at_top"], th["at_top_share"]),
+                   up(n["peer_top_mbs"] / n["tput_top_mbs"], th["peer_top_ratio"])),
+            np.nan,
+        )  # fmt: skip
+    link = any_of(up(slow, th["speed_ratio"]), np.where(n["half_duplex"] > 0.5, CAP, np.nan), flat_top)
+    # the loss rates and the host's retransmits must agree where both are collected; port drops count
+    # only where loss rates are not collected (an uplink at line rate overruns the switch port too)
+    loss = any_of(
+        all_of(up(n["loss_pct"], th["loss_pct"]), up(n["rexmit_pct"], th["rexmit_pct"])),
+        up(n["esxtop_drop_pct"], th["esxtop_drop_pct"]),
+        up(n["err_pct"], th["err_pct"]),
+        np.where(np.isnan(n["loss_pct"]), up(n["drops_pct"], th["port_drops_pct"]), np.nan),
+    )
+    cpu = given(
+        any_of(up(h["ready_pct"], th["ready_pct"]), up(h["esxtop_ready_pct"], th["ready_pct"])),
+        up(h["cpu_util_pct"], th["cpu_util_pct"]),
+    )
+    hot = given(
+        all_of(up(d["read_ms"], th["hot_read_ms"]), up(d["read_vs_peers"], th["hot_read_vs_peers"])),
+        gate(np.where(np.isnan(d["write_vs_peers"]), np.nan, d["write_vs_peers"] < th["hot_write_vs_peers"])),
+        gate(d["capacity_ssd"]),
+        gate(np.where(d["scsi_errors"] > 0, 0.0, 1.0)),
+    )
+    ratio = any_of(up(d["dev_vs_peers"], th["dev_vs_peers"]), up(d["write_vs_peers"], th["dev_vs_peers"]))
+    slow_dev = any_of(
+        all_of(ratio, up(any_of(d["dev_ms"], d["write_ms"]), th["dev_floor_ms"])),
+        all_of(up(d["dev_ms"], th["dev_ms"]), ratio + 1.0),  # slow in absolute terms and above its siblings
+        all_of(up(d["deteriorated"], th["deteriorated"]), ratio + 1.0),  # ESXi's watch, with the numbers
+    )
+    resync = up(c["resync_mbs_2nd_host"], th["resync_mbs"])
+    # a rebuild loads every device it touches: without SCSI errors, a slow disk during a resync is the resync's
+    resync_on = float(_pos(resync).max()) if len(resync) else 0.0
+    disk = any_of(slow_dev - 2.0 * _pos(hot) - resync_on, up(d["scsi_errors"], th["scsi_errors"]))
+    wb = any_of(
+        all_of(up(g["congestion"], th["congestion"]), down(g["wb_free_pct"], th["wb_free_pct"])),
+        all_of(up(g["lsom_events"], th["lsom_events"]), up(g["congestion"], th["congestion"])),
+    )
+    # a disk group's congestion behind a failing device of that group is the device's finding
+    disk_m = np.nan_to_num(disk, nan=-CAP)
+    grp = np.full(len(wb), -CAP)
+    gi = np.asarray(bt.kinds["disk"].group_index)
+    if len(gi):
+        np.maximum.at(grp, gi[gi >= 0], disk_m[gi >= 0])
+    with np.errstate(invalid="ignore"):
+        low_oio = given(
+            down(c["oio_plateau_spread"] - 1.0, th["oio_plateau_spread"]),
+            up(c["oio_per_vm"], th["oio_per_vm_min"]),
+            down(c["oio_per_vm"], th["oio_per_vm_max"]),
+            down(c["latency_ms"], np.where(c["hybrid"] > 0.5, th["low_latency_hybrid_ms"], th["low_latency_ms"])),
+        )
+    out = {
+        "net.packet_loss": loss - 2.0 * _pos(link),  # drops on a link run below its design are the link's
+        "net.link_degraded": link,
+        "host.cpu_contention": cpu,
+        "disk.hotspot": hot,
+        "disk.latency": disk,
+        "dg.write_buffer": wb - 2.0 * _pos(grp),
+        "cluster.resync": resync,
+        "cluster.low_oio": low_oio,
+    }
+    return {f: np.clip(np.nan_to_num(m, nan=-CAP), -CAP, CAP) for f, m in out.items()}
