@@ -210,7 +210,7 @@ def _bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
         if kind == "cluster":  # cluster faults show on several hosts (resync) or every group (low oio)
             parts += [_spread(host_ctx, n), _spread(dg_ctx, n)]
         parts.append(np.repeat(cluster_ctx, n, axis=0))
-        parts.append(np.stack([np.clip(rules[f], -1.0, 1.0) for f in faults_for_kind(kind)], 1).reshape(n, -1))
+        parts.append(np.stack([np.clip(rules[f], -1.0, 1.0).reshape(n) for f in faults_for_kind(kind)], 1))
         f = np.concatenate(parts, axis=1)
         out[kind] = np.nan_to_num(f, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
     return out
