@@ -26,13 +26,12 @@ seconds (models/scalers.py holds the baselines' sklearn transformers).
 
 from __future__ import annotations
 
-import threading
-import weakref
 from typing import Final
 
 import numpy as np
 
-from models.rules_margins import THRESHOLDS, rule_margins
+from models.memo import per_bundle
+from models.rules_margins import named_margins
 from pipeline.channels import KIND_CHANNELS, KIND_STATIC
 from pipeline.tensors import BundleTensors, KindTensors
 from vsandx.faults import COMPONENT_KINDS, faults_for_kind
@@ -154,32 +153,8 @@ def _event_counts(kt: KindTensors) -> np.ndarray:
     return np.log1p(ev.sum(-1)).astype(np.float32)
 
 
-# The last few bundles' rows, by object: every member of an ensemble (and a CNN beside a baseline)
-# reads the same rows of the bundle being diagnosed. Keyed by id() with a weak reference that must
-# still point at the same object, so a recycled id never hits and nothing is kept alive. Threads share
-# it (a retrain runs in a thread of the API process without a broker): the lock keeps lookup, eviction
-# and insertion whole, not the computation.
-_RECENT: dict[int, tuple[weakref.ref[BundleTensors], dict[str, np.ndarray]]] = {}
-_RECENT_SIZE: Final = 16
-_RECENT_LOCK = threading.Lock()
-
-
-def bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
-    """Per kind, an (n_components, n_features(kind)) float32 matrix; rows in `kinds[kind].ids` order.
-    The arrays of a recent call on the same object are returned again: treat them as read-only."""
-    with _RECENT_LOCK:
-        hit = _RECENT.get(id(bt))
-    if hit is not None and hit[0]() is bt:
-        return hit[1]
-    out = _bundle_features(bt)
-    with _RECENT_LOCK:
-        while len(_RECENT) >= _RECENT_SIZE:
-            del _RECENT[next(iter(_RECENT))]
-        _RECENT[id(bt)] = (weakref.ref(bt), out)
-    return out
-
-
 def _bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
+    """Per kind, an (n_components, n_features(kind)) float32 matrix; rows in `kinds[kind].ids` order."""
     stats = all_stats(bt)
     host_ctx = _mean_max(stats["host"])  # (n_hosts, 2C_host)
     dg_ctx = _mean_max(stats["diskgroup"])
@@ -187,7 +162,7 @@ def _bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
     cluster_ctx = np.concatenate([_mean_max(stats["cluster"])[:1], cl.static[:1] * cl.static_mask[:1]], 1)
     if cluster_ctx.shape[0] == 0:
         cluster_ctx = np.zeros((1, 2 * len(KIND_CHANNELS["cluster"]) + len(KIND_STATIC["cluster"])), np.float32)
-    rules = rule_margins(bt, THRESHOLDS)
+    rules = named_margins(bt)
     out: dict[str, np.ndarray] = {}
     for kind in COMPONENT_KINDS:
         kt, st = bt.kinds[kind], stats[kind]
@@ -214,6 +189,11 @@ def _bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
         f = np.concatenate(parts, axis=1)
         out[kind] = np.nan_to_num(f, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
     return out
+
+
+# Every member of an ensemble reads the same rows of the bundle being diagnosed: computed once.
+bundle_features = per_bundle(_bundle_features)
+_RECENT, _RECENT_SIZE = bundle_features.entries, bundle_features.size
 
 
 UPLINK_CHECKS: Final = ("uplink:slow_for_design", "uplink:half_duplex")

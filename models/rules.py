@@ -19,7 +19,7 @@ import numpy as np
 from models.base import KIND_LABELS, Diagnoser, Labels, Proba, check_Xy, expand_proba, kind_targets
 from models.estimator import check_is_fitted
 from models.registry import register_model
-from models.rules_margins import THRESHOLDS, rule_margins
+from models.rules_margins import THRESHOLDS, named_margins, rule_margins
 from pipeline.tensors import BundleTensors
 from vsandx.faults import COMPONENT_KINDS, FAULTS
 
@@ -52,7 +52,7 @@ class RulesDiagnoser(Diagnoser):
     def margins(self, X: Sequence[BundleTensors]) -> list[dict[str, np.ndarray]]:
         """Each bundle's rule margins (fault id -> (n components of its kind,)): the readable evidence."""
         th = self.thresholds_ if hasattr(self, "thresholds_") else self._resolved()
-        return [rule_margins(bt, th) for bt in X]
+        return [named_margins(bt) if th == THRESHOLDS else rule_margins(bt, th) for bt in X]
 
     def fit(
         self,

@@ -20,6 +20,7 @@ from typing import Final
 
 import numpy as np
 
+from models.memo import per_bundle
 from models.rules_evidence import Evidence, bundle_evidence
 from pipeline.tensors import BundleTensors
 
@@ -198,3 +199,10 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         "cluster.low_oio": low_oio,
     }
     return {f: np.clip(np.nan_to_num(m, nan=-CAP), -CAP, CAP) for f, m in out.items()}
+
+
+@per_bundle
+def named_margins(bt: BundleTensors) -> dict[str, np.ndarray]:
+    """rule_margins at the named THRESHOLDS, computed once per bundle object: the learnt models' rule
+    columns (models/features.py) and the `rules` member beside them in the served ensemble read these."""
+    return rule_margins(bt, THRESHOLDS)

@@ -53,3 +53,17 @@ def test_margins_are_finite_and_capped() -> None:
     bt, _ = _bundle("net.packet_loss", "switch_overrun", 0)
     for fault, m in rule_margins(bt, THRESHOLDS).items():
         assert np.isfinite(m).all() and (np.abs(m) <= 4.0).all(), fault
+
+
+def test_named_margins_are_computed_once_per_bundle_object() -> None:
+    """The served ensemble's `rules` member and its learnt members' rule columns read one computation."""
+    from models.features import bundle_features
+    from models.rules import RulesDiagnoser
+    from models.rules_margins import named_margins
+
+    bt, _ = _bundle("net.packet_loss", "firmware_drop", 1)
+    first = named_margins(bt)
+    bundle_features(bt)
+    assert RulesDiagnoser().margins([bt])[0] is first
+    custom = RulesDiagnoser(thresholds={"loss_pct": 0.2}).margins([bt])[0]
+    assert custom is not first  # other thresholds are computed afresh

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from data.simulate.archive import tar_bytes
+from data.simulate.generate import simulate_bundle
 from models.features import UPLINK_CHECKS, _uplink_checks
 from pipeline.api import load_bundle
 from pipeline.channels import KIND_STATIC
@@ -157,9 +159,6 @@ def test_the_vsan_uplink_is_the_vmnic_that_follows_the_vmknic() -> None:
     """A vSAN uplink renegotiated to 100 Mb/s moves ~12 MB/s beside a VM-network port moving tens:
     by volume alone it looked like a minor port (share 0.11 in this bundle, so the link rule skipped
     it). Its traffic matches the vSAN vmknic's sample by sample, which no other port's does."""
-    from data.simulate.archive import tar_bytes
-    from data.simulate.generate import simulate_bundle
-
     b = simulate_bundle("field", 41, 2, faults=["net.link_degraded"], causes=["net.link_degraded:speed_100m"])
     kt = load_bundle(tar_bytes(b.files)).kinds["nic"]
     comps = b.labels["components"]

@@ -1,0 +1,40 @@
+"""Per-bundle memo: what several models read of the same bundle is computed once.
+
+Every member of an ensemble (a CNN beside a baseline, the expert rules beside both) reads the same
+engineered rows and rule margins of the bundle being diagnosed. `per_bundle(fn)` keeps fn's results
+for the last few bundles, by object: keyed by id() with a weak reference that must still point at the
+same object, so a recycled id never hits and nothing is kept alive. Threads share it (a retrain runs
+in a thread of the API process without a broker): the lock keeps lookup, eviction and insertion
+whole, not the computation. Results are shared: treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from pipeline.tensors import BundleTensors
+
+T = TypeVar("T")
+
+
+class per_bundle(Generic[T]):
+    def __init__(self, fn: Callable[[BundleTensors], T], size: int = 16) -> None:
+        self.fn, self.size = fn, size
+        self.entries: dict[int, tuple[weakref.ref[BundleTensors], T]] = {}
+        self._lock = threading.Lock()
+        self.__doc__ = fn.__doc__
+
+    def __call__(self, bt: BundleTensors) -> T:
+        with self._lock:
+            hit = self.entries.get(id(bt))
+        if hit is not None and hit[0]() is bt:
+            return hit[1]
+        out = self.fn(bt)
+        with self._lock:
+            while len(self.entries) >= self.size:
+                del self.entries[next(iter(self.entries))]
+            self.entries[id(bt)] = (weakref.ref(bt), out)
+        return out
