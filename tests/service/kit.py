@@ -166,6 +166,15 @@ def serving(env: dict[str, str], *args: str, log: Path) -> Iterator[tuple[str, s
                 stop_process(p, signal.SIGKILL)
 
 
+@pytest.fixture(scope="module")
+def edge_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """A real `vsandx serve` without workers or model, for the attacks on its HTTP edge: (URL, process)."""
+    root = tmp_path_factory.mktemp("edge-serve")
+    env = {"VSANDX_DATA_DIR": str(root / "var"), "VSANDX_WORKER_PROCESSES": "0", "VSANDX_EMBEDDED_WORKERS": "0"}
+    with serving(env, log=root / "serve.log") as (url, p):
+        yield url, p
+
+
 def answers(url: str) -> bool:
     try:
         return httpx.get(url, timeout=2).status_code == 200

@@ -22,9 +22,10 @@ from service.app import body_limits, create_app
 from service.limits import BodyLimit, BodyLimits
 from service.webhooks import WEBHOOK_MAX_BODY
 from tests.attacks.bounds import bounded
-from tests.service.kit import service_settings, serving
+from tests.service.kit import edge_server, service_settings
 
 CHUNK = 64 * 1024
+__all__ = ["edge_server"]  # fixture
 
 
 def test_the_route_picks_its_limit() -> None:
@@ -134,15 +135,6 @@ def _post_streaming(url: str, path: str, body: Iterator[bytes], headers: dict[st
     return answer, sent
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A real `vsandx serve` (no worker: only its HTTP edge is tried here)."""
-    root = tmp_path_factory.mktemp("limits-serve")
-    env = {"VSANDX_DATA_DIR": str(root / "var"), "VSANDX_WORKER_PROCESSES": "0", "VSANDX_EMBEDDED_WORKERS": "0"}
-    with serving(env, log=root / "serve.log") as (url, p):
-        yield url, p
-
-
 def _body(total: int, first: bytes = b"") -> Iterator[bytes]:
     """`total` bytes: `first`, then x in 64 KiB chunks."""
     yield first
@@ -151,7 +143,7 @@ def _body(total: int, first: bytes = b"") -> Iterator[bytes]:
 
 
 def test_a_400_mb_json_body_streamed_to_the_feedback_api_is_cut_at_the_limit(
-    served: tuple[str, subprocess.Popen[bytes]],
+    edge_server: tuple[str, subprocess.Popen[bytes]],
 ) -> None:
     """Issue 18's row: a 400 MB JSON body to the feedback API took the API process to 2.6 GB. Sent
     to a real `vsandx serve` the way an attacker streams it, over a socket in 64 KiB chunks: without a
@@ -159,7 +151,7 @@ def test_a_400_mb_json_body_streamed_to_the_feedback_api_is_cut_at_the_limit(
     the client, which stops at the answer, has sent the limit plus what the sockets buffer (a few MB,
     not 400 MB); with a declared 400 MB length, 413 before a body byte is read. The API process's
     peak RSS stays under 600 MB above idle and each request ends within 20 s."""
-    url, p = served
+    url, p = edge_server
     total = 400 * 2**20
     json_type = {"content-type": "application/json"}
     for headers in (json_type, json_type | {"content-length": str(total)}):
@@ -173,11 +165,11 @@ def test_a_400_mb_json_body_streamed_to_the_feedback_api_is_cut_at_the_limit(
     assert httpx.get(f"{url}/health").status_code == 200  # and it serves on
 
 
-def test_a_600_mb_upload_is_refused_before_the_body_is_read(served: tuple[str, subprocess.Popen[bytes]]) -> None:
+def test_a_600_mb_upload_is_refused_before_the_body_is_read(edge_server: tuple[str, subprocess.Popen[bytes]]) -> None:
     """Issue 18's held row, on a real `vsandx serve`: an upload declaring 600 MB (over the 512 MiB
     upload limit) is answered 413 at once, while its body is still being streamed, and nothing is
     stored; the API process within the bounds."""
-    url, p = served
+    url, p = edge_server
     total = 600 * 10**6
     headers = {"content-type": "multipart/form-data; boundary=b", "content-length": str(total)}
     part = b'--b\r\nContent-Disposition: form-data; name="bundle"; filename="big.tgz"\r\n\r\n'
