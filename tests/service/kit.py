@@ -90,11 +90,11 @@ def until(check: Callable[[], Any], timeout: float = 30.0, every: float = 0.05) 
     raise AssertionError(f"condition not met within {timeout} s")
 
 
-# A worker process as `vsandx worker` runs it; with VSANDX_TEST_STALL=<file>, the first diagnosis
-# (whichever process makes it) writes its pid to that file and hangs, so a test can kill it mid-way.
-WORKER = """
-import os, sys, time
-from pathlib import Path
+# With VSANDX_TEST_STALL=<file>, the first diagnosis (whichever process makes it) writes its pid to that
+# file and hangs, so a test can kill it mid-way: run first in a worker process of `start_worker`, or as
+# the sitecustomize of `vsandx serve`'s processes (`stall_env`).
+STALL = """
+import os, time
 marker = os.environ.get("VSANDX_TEST_STALL")
 if marker:
     from service.predictor import Predictor
@@ -107,9 +107,24 @@ if marker:
         os.write(fd, str(os.getpid()).encode()); os.close(fd)
         time.sleep(120)
     Predictor.diagnose_parsed = stalling
+"""
+WORKER = (
+    STALL
+    + """
+import sys
 from vsandx.cli import main
 sys.exit(main(["worker", *sys.argv[1:]]))
 """
+)
+
+
+def stall_env(folder: Path) -> dict[str, str]:
+    """Environment under which every Python process (`vsandx serve` and the workers it starts) stalls
+    the first diagnosis: VSANDX_TEST_STALL=<folder>/stalled.pid and STALL as a sitecustomize."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(STALL)
+    path = os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p)
+    return {"PYTHONPATH": path, "VSANDX_TEST_STALL": str(folder / "stalled.pid")}
 
 
 def start_worker(env: dict[str, str], *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:

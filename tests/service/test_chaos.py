@@ -1,5 +1,7 @@
 """Chaos: a worker is killed (SIGKILL) in the middle of a diagnosis; another worker takes the job over
-and it finishes exactly once — one diagnosis row, the job done by its second attempt, nothing lost.
+and it finishes exactly once — one diagnosis row, the job done by its second attempt, nothing lost —
+within issue 18's bounds from the kill to the job's end (tests/attacks/bounds.py: the API process and
+every surviving worker process, pool children included, under 600 MB above idle, under 20 s).
 
 - embedded: a `vsandx worker` process on the database queue; the other worker sees that the lease's
   holder is a dead process of this machine and takes the job at once.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import os
 import signal
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,7 @@ from sqlalchemy import func, select
 from service.app import create_app
 from service.tables import Diagnosis
 from service.tasks import DIAGNOSES
+from tests.attacks.bounds import bounded, bounded_tree
 from tests.conftest import require
 from tests.service.kit import bundles, model_dir, redis_available, redis_env, start_worker, stop_process, until
 from tests.service.test_tasks import settings_of
@@ -60,14 +64,20 @@ def test_killed_worker_job_finishes_exactly_once(
             until(marker.exists, timeout=60)
             stalled = int(until(lambda: marker.read_text().strip()))
             assert c.get(url).json()["status"] == "running"
-            if mode == "celery-worker":
-                os.killpg(os.getpgid(stalled), signal.SIGKILL)  # the whole worker: main process and pool
-            else:
-                os.kill(stalled, signal.SIGKILL)  # the process in the middle of the diagnosis
-                for p in workers:  # reap it, as its parent would: a zombie still looks alive
-                    if p.pid == stalled:
-                        p.wait(10)
-            res = until(lambda: (x := c.get(url).json())["status"] in ("done", "failed") and x, timeout=60)
+            group = os.getpgid(stalled)  # its worker's process group (the pool child's parent's)
+            survivors = [p.pid for p in workers if p.pid != (group if mode == "celery-worker" else stalled)]
+            with ExitStack() as watched:  # issue 18's bounds from the kill to the job's end
+                watched.enter_context(bounded(f"{mode}: the API process after the kill"))
+                for pid in survivors:  # a survivor takes the job over (a new pool child, maybe)
+                    watched.enter_context(bounded_tree(f"{mode}: worker {pid} after the kill", pid, {stalled}))
+                if mode == "celery-worker":
+                    os.killpg(group, signal.SIGKILL)  # the whole worker: main process and pool
+                else:
+                    os.kill(stalled, signal.SIGKILL)  # the process in the middle of the diagnosis
+                    for p in workers:  # reap it, as its parent would: a zombie still looks alive
+                        if p.pid == stalled:
+                            p.wait(10)
+                res = until(lambda: (x := c.get(url).json())["status"] in ("done", "failed") and x, timeout=60)
             assert res["status"] == "done" and res["attempts"] == 2, (res, log.read_text()[-3000:])
             assert res["diagnosis"]["schema"] == "vsandx.diagnosis/1"
             with c.app.state.database.session() as db:  # type: ignore[attr-defined]
