@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import tarfile
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Iterable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from starlette.routing import Mount
 
+from service import store
 from service.app import create_app
 from service.limits import BodyLimit
 from tests.attacks.bounds import bounded
@@ -126,7 +129,8 @@ def test_oversized_upload_is_refused_before_the_body_is_read() -> None:
         sent.append(dict(message))
 
     scope = {"type": "http", "method": "POST", "path": "/api/v1/diagnoses", "headers": [(b"content-length", b"1001")]}
-    asyncio.run(BodyLimit(app, 1000)(scope, receive, send))
+    with bounded("an upload over the limit, declared"):
+        asyncio.run(BodyLimit(app, 1000)(scope, receive, send))
     assert sent[0]["status"] == 413
 
 
@@ -140,15 +144,74 @@ def test_paging_bounds_answer_422(client: TestClient) -> None:
         assert client.get(f"/api/v1/model/retrains/{2**31 - 1}").status_code == 404
 
 
-def test_api_keys_guard_writes_only(tmp_path: Path, model_dir: Path, bundles: list[Path]) -> None:
+def test_sql_wildcards_in_filters_match_literally(client: TestClient, bundles: list[Path]) -> None:
+    """Issue 18's held row "SQL wildcards in filters": the API refuses a filter that is not a fault id,
+    a status or a sha256 (422), the UI drops it (the list unfiltered, the wildcard never selected), and
+    the store, which finds a fault with LIKE, escapes `%` and `_`: only the fault itself matches."""
+    done = _upload(client, bundles[0], "?wait=true").json()
+    fault = done["faults"][0]
+    wild = ["%", "_", "%%", f"{fault[:-1]}_", f"%{fault[1:]}", f"{fault[:3]}%", "none%"]
+    with bounded("SQL wildcards in the filters"):
+        for w in wild:
+            for q in ({"fault": w}, {"status": w}, {"sha256": w}, {"sha256": w * 64}):
+                assert client.get("/api/v1/diagnoses", params=q).status_code == 422, q
+            page = client.get("/diagnoses", params={"fault": w, "status": w}).text
+            assert f'href="/diagnoses/{done["id"]}"' in page and "selected>" not in page, w
+        with client.app.state.database.session() as db:  # type: ignore[attr-defined]
+            assert [store.list_diagnoses(db, fault=w).total for w in wild] == [0] * len(wild)
+            assert store.list_diagnoses(db, fault=fault).total == 1
+
+
+def _write_routes(routes: Iterable[Any]) -> Iterator[tuple[str, str]]:
+    """(method, path) of every route of the app that takes a write method, included routers too."""
+    for r in routes:
+        inner = getattr(r, "original_router", None) or r
+        if inner is not r or (isinstance(r, Mount) and r.routes):
+            yield from _write_routes(inner.routes)
+        for method in sorted(set(getattr(r, "methods", None) or ()) - {"GET", "HEAD"}):
+            yield method, r.path
+
+
+WEBHOOKS = {("POST", "/api/v1/webhooks/bugzilla"), ("POST", "/api/v1/webhooks/github")}  # trackers' signatures
+UI_FORMS = {("POST", "/diagnoses/{job_id}/feedback"), ("POST", "/model/retrains")}  # `api_key` form field
+
+
+def test_api_keys_guard_every_write_route(tmp_path: Path, model_dir: Path, bundles: list[Path]) -> None:
+    """Issue 18's held row "API keys on every write route": with VSANDX_API_KEYS set, every route of
+    the app that writes (found in the app, so a new one is tried too) answers 401 without a key or
+    with a wrong one, and nothing is stored: the API's with X-API-Key, the UI's forms with their
+    `api_key` field (CSRF token given); the webhooks take their trackers' signatures instead
+    (test_webhook_routes.py). Reading stays open. The requests within the bounds."""
     settings = service_settings(tmp_path / "var", model_dir, api_keys=["k1", "k2"])
     with TestClient(create_app(settings)) as c:
-        assert _upload(c, bundles[0]).status_code == 401
-        assert _upload(c, bundles[0], headers={"X-API-Key": "wrong"}).status_code == 401
-        r = _upload(c, bundles[0], "?wait=true", headers={"X-API-Key": "k2"})
-        assert r.status_code == 201
-        assert c.get(r.json()["status_url"]).status_code == 200  # reading is open
-        assert c.get("/api/v1/diagnoses").status_code == 200
+        writes = set(_write_routes(c.app.routes))  # type: ignore[attr-defined]
+        assert writes > WEBHOOKS | UI_FORMS and ("POST", "/api/v1/diagnoses") in writes
+        done = _upload(c, bundles[0], "?wait=true", headers={"X-API-Key": "k2"}).json()
+        assert done["status"] == "done"
+        page = c.get(f"/diagnoses/{done['id']}").text
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+        assert token is not None
+        form = {
+            "csrf_token": token.group(1),
+            "author": "mallory",
+            f"label:{done['diagnosis']['components'][0]['id']}": "none",
+        }
+        with bounded("writes without an API key"):
+            for method, path in sorted(writes - WEBHOOKS):
+                url = path.replace("{job_id}", done["id"])
+                for key in (None, "wrong"):
+                    if (method, path) in UI_FORMS:
+                        r = c.request(method, url, data=form | ({"api_key": key} if key else {}))
+                    elif path == "/api/v1/diagnoses":
+                        r = _upload(c, bundles[1], headers={"X-API-Key": key} if key else {})
+                    else:
+                        r = c.request(
+                            method, url, json={"author": "mallory", "labels": {}}, headers={"X-API-Key": key or ""}
+                        )
+                    assert r.status_code == 401, (method, url, key, r.status_code, r.text[:300])
+        assert c.get("/api/v1/diagnoses").json()["total"] == 1  # reading is open; nothing was added
+        assert c.get(f"{done['status_url']}/feedback").json()["items"] == []
+        assert c.get("/api/v1/model/retrains").json()["total"] == 0
 
 
 def test_health_readiness_metrics_and_docs(client: TestClient, bundles: list[Path], model_dir: Path) -> None:

@@ -19,6 +19,7 @@ from pipeline.tensors import BundleTensors
 from service.chart_render import chart_png, chart_svgs, nice_ticks, time_ticks
 from service.charts import SPECS, Chart, Panel, chart_for, charts_for, peers_of
 from service.onset import Onset, estimate_onset
+from tests.attacks.bounds import bounded
 from vsandx.faults import FAULT_IDS, FAULTS
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -183,7 +184,8 @@ def test_png_draws_mathtext_and_tex_in_names_as_text(name: str, monkeypatch: pyt
     chart = _hostile_chart()
     chart.panels[1].subject_label = chart.panels[1].peer_label = chart.panels[0].subject_label = name
     chart.component = f"disk:{name}"
-    png = chart_png(chart)
+    with bounded(f"a chart PNG of {name!r}"):
+        png = chart_png(chart)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert name in drawn and any(name in t for t in drawn if t.startswith("disk.latency on disk:"))
 

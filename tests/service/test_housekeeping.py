@@ -18,6 +18,7 @@ from service.db import Database
 from service.housekeeping import housekeeping
 from service.schemas import FeedbackIn
 from service.tables import Bundle, RetrainDecision, utcnow
+from tests.attacks.bounds import bounded
 from tests.conftest import REPO, require
 from tests.service.kit import redis_available, redis_env, start_worker, stop_process, until
 from tests.service.test_feedback import _done_job
@@ -53,7 +54,8 @@ def test_spool_files_of_killed_uploads_are_swept(tmp_path: Path) -> None:
     live.write_bytes(b"y")
     old = time.time() - store.SPOOL_STALE_S - 60
     os.utime(stale, (old, old))
-    assert housekeeping(database, settings, _Queue()).spool_removed == 1
+    with bounded("housekeeping sweeps a killed upload's spool file"):
+        assert housekeeping(database, settings, _Queue()).spool_removed == 1
     assert not stale.exists() and live.exists()
     assert housekeeping(database, settings, _Queue()).spool_removed == 0
     database.dispose()

@@ -71,7 +71,8 @@ def test_a_declared_length_over_the_limit_is_refused_unread() -> None:
 
 
 def test_a_chunked_body_is_cut_as_soon_as_it_passes_the_limit() -> None:
-    sent, given = _run(3 * CHUNK, [], 6400)  # 400 MiB offered without a length
+    with bounded("400 MiB offered in chunks to the body limit"):
+        sent, given = _run(3 * CHUNK, [], 6400)  # 400 MiB offered without a length
     assert [m["status"] for m in sent if "status" in m] == [413] and given == 4  # the limit and one chunk more
     sent, given = _run(3 * CHUNK, [], 3)  # at the limit: read in full
     assert sent[0]["status"] == 200 and given == 3

@@ -140,7 +140,8 @@ def test_hostile_names_in_a_diagnosis_are_text(client: TestClient, bundles: list
                             "evidence": HOSTILE, "recommendation": HOSTILE[2]} for f in doc["findings"]]  # fmt: skip
         row.document = doc
         db.commit()
-    page = client.get(f"/diagnoses/{res['id']}")
+    with bounded("a diagnosis page of hostile names"):
+        page = client.get(f"/diagnoses/{res['id']}")
     assert page.status_code == 200
     assert "<script>alert" not in page.text and "<img src=x" not in page.text
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text and "&lt;img src=x onerror=alert(1)&gt;" in page.text
@@ -218,9 +219,10 @@ def test_pending_and_failed_pages(tmp_path: Path, model_dir: Path, bundles: list
 
 
 def test_uploaded_names_are_escaped(client: TestClient, bundles: list[Path]) -> None:
-    res = _upload(client, bundles[1], name='<img src=x onerror="alert(1)">.tgz')
-    for url in ("/diagnoses", f"/diagnoses/{res['id']}"):
-        page = client.get(url).text
+    with bounded("an upload named with HTML, and its pages"):
+        res = _upload(client, bundles[1], name='<img src=x onerror="alert(1)">.tgz')
+        shown = [client.get(url).text for url in ("/diagnoses", f"/diagnoses/{res['id']}")]
+    for page in shown:
         assert "<img src=x" not in page and "&lt;img src=x" in page
 
 

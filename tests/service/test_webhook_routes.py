@@ -63,71 +63,73 @@ def admitted(c: TestClient) -> int:
 
 
 def test_bugzilla_webhook(client: TestClient, tmp_path: Path) -> None:
-    body = bz_body(bug_id=101, when=datetime.now(UTC) - timedelta(minutes=1))
-    # the secret is checked first: wrong or missing, nothing is admitted or queued
-    for headers in ({}, {"X-Vsandx-Webhook-Secret": SECRET + "x"}, {"X-Other": SECRET}):
-        r = client.post(BZ, content=body, headers=headers)
-        assert r.status_code == 401 and "secret" in r.json()["error"].lower()
-    assert queued(client) == [] and admitted(client) == 0
-    assert client.post(BZ, content=b"{not json", headers=OK).status_code == 400
+    with bounded("Bugzilla deliveries: secrets, replays, stale and oversized bodies"):
+        body = bz_body(bug_id=101, when=datetime.now(UTC) - timedelta(minutes=1))
+        # the secret is checked first: wrong or missing, nothing is admitted or queued
+        for headers in ({}, {"X-Vsandx-Webhook-Secret": SECRET + "x"}, {"X-Other": SECRET}):
+            r = client.post(BZ, content=body, headers=headers)
+            assert r.status_code == 401 and "secret" in r.json()["error"].lower()
+        assert queued(client) == [] and admitted(client) == 0
+        assert client.post(BZ, content=b"{not json", headers=OK).status_code == 400
 
-    r = client.post(BZ, content=body, headers=OK)
-    assert r.status_code == 200 and r.json()["status"] == "queued", r.text
-    assert queued(client) == [{"source": "bugzilla", "body": body.decode(), "headers": {}}]
-    # the tracker sends it again (a retry after a timeout, a replay): acknowledged, no second job
-    r = client.post(BZ, content=body, headers=OK)
-    assert (r.status_code, r.json()["status"]) == (200, "replay") and len(queued(client)) == 1
-    # an older change of the same bug arriving late, and one past VSANDX_TRACKER_STALE_AFTER_S
-    late = bz_body(bug_id=101, when=datetime.now(UTC) - timedelta(minutes=5), change_set="late")
-    old = bz_body(bug_id=7, when=datetime.now(UTC) - timedelta(days=30))
-    for stale in (late, old):
-        r = client.post(BZ, content=stale, headers=OK)
-        assert (r.status_code, r.json()["status"]) == (200, "stale")
-    # a comment changes nothing a diagnosis depends on; a status change neither
-    for boring in (bz_body(bug_id=101, action="comment", change_set="c"),
-                   bz_body(bug_id=101, action="modify", change_set="m", changes=[{"field": "status"}])):  # fmt: skip
-        r = client.post(BZ, content=boring, headers=OK)
-        assert (r.status_code, r.json()["status"]) == (200, "ignored")
-    assert len(queued(client)) == 1 and admitted(client) == 1
-    # oversize bodies: declared (refused before reading) and chunked (refused while reading)
-    big = b"{" + b" " * WEBHOOK_MAX_BODY + b"}"
-    assert client.post(BZ, content=big, headers=OK).status_code == 413
+        r = client.post(BZ, content=body, headers=OK)
+        assert r.status_code == 200 and r.json()["status"] == "queued", r.text
+        assert queued(client) == [{"source": "bugzilla", "body": body.decode(), "headers": {}}]
+        # the tracker sends it again (a retry after a timeout, a replay): acknowledged, no second job
+        r = client.post(BZ, content=body, headers=OK)
+        assert (r.status_code, r.json()["status"]) == (200, "replay") and len(queued(client)) == 1
+        # an older change of the same bug arriving late, and one past VSANDX_TRACKER_STALE_AFTER_S
+        late = bz_body(bug_id=101, when=datetime.now(UTC) - timedelta(minutes=5), change_set="late")
+        old = bz_body(bug_id=7, when=datetime.now(UTC) - timedelta(days=30))
+        for stale in (late, old):
+            r = client.post(BZ, content=stale, headers=OK)
+            assert (r.status_code, r.json()["status"]) == (200, "stale")
+        # a comment changes nothing a diagnosis depends on; a status change neither
+        status_change = bz_body(bug_id=101, action="modify", change_set="m", changes=[{"field": "status"}])
+        for boring in (bz_body(bug_id=101, action="comment", change_set="c"), status_change):
+            r = client.post(BZ, content=boring, headers=OK)
+            assert (r.status_code, r.json()["status"]) == (200, "ignored")
+        assert len(queued(client)) == 1 and admitted(client) == 1
+        # oversize bodies: declared (refused before reading) and chunked (refused while reading)
+        big = b"{" + b" " * WEBHOOK_MAX_BODY + b"}"
+        assert client.post(BZ, content=big, headers=OK).status_code == 413
 
-    def chunks() -> Iterator[bytes]:
-        for _ in range(WEBHOOK_MAX_BODY // 65536 + 2):
-            yield b" " * 65536
+        def chunks() -> Iterator[bytes]:
+            for _ in range(WEBHOOK_MAX_BODY // 65536 + 2):
+                yield b" " * 65536
 
-    r = client.post(BZ, content=chunks(), headers=OK)
-    assert r.status_code == 413 and len(queued(client)) == 1
+        r = client.post(BZ, content=chunks(), headers=OK)
+        assert r.status_code == 413 and len(queued(client)) == 1
 
-    # the ledger is the database's: a restarted service still knows the delivery
-    with make_client(tmp_path / "var") as again:
-        assert again.post(BZ, content=body, headers=OK).json()["status"] == "replay"
-        assert len(queued(again)) == 1
+        # the ledger is the database's: a restarted service still knows the delivery
+        with make_client(tmp_path / "var") as again:
+            assert again.post(BZ, content=body, headers=OK).json()["status"] == "replay"
+            assert len(queued(again)) == 1
 
 
 def test_github_webhook(client: TestClient) -> None:
-    body = gh_body()
-    r = client.post(GH, content=body, headers=gh_headers(body, secret="not-the-secret"))
-    assert r.status_code == 401 and "X-Hub-Signature-256" in r.json()["error"]
-    r = client.post(GH, content=body + b" ", headers=gh_headers(body))  # the body was changed on the way
-    assert r.status_code == 401
-    ping = b'{"zen": "Design for failure."}'
-    assert client.post(GH, content=ping, headers=gh_headers(ping, event="ping")).json()["status"] == "ignored"
-    # an issue about something else (no vSAN performance label or title): acknowledged, not queued
-    other = gh_body(labels=("docs",), title="Typo in the README")
-    r = client.post(GH, content=other, headers=gh_headers(other, delivery="other-1"))
-    assert (r.status_code, r.json()["status"]) == (200, "ignored")
-    assert queued(client) == [] and admitted(client) == 0
+    with bounded("GitHub deliveries: signatures, a changed body, redelivery"):
+        body = gh_body()
+        r = client.post(GH, content=body, headers=gh_headers(body, secret="not-the-secret"))
+        assert r.status_code == 401 and "X-Hub-Signature-256" in r.json()["error"]
+        r = client.post(GH, content=body + b" ", headers=gh_headers(body))  # the body was changed on the way
+        assert r.status_code == 401
+        ping = b'{"zen": "Design for failure."}'
+        assert client.post(GH, content=ping, headers=gh_headers(ping, event="ping")).json()["status"] == "ignored"
+        # an issue about something else (no vSAN performance label or title): acknowledged, not queued
+        other = gh_body(labels=("docs",), title="Typo in the README")
+        r = client.post(GH, content=other, headers=gh_headers(other, delivery="other-1"))
+        assert (r.status_code, r.json()["status"]) == (200, "ignored")
+        assert queued(client) == [] and admitted(client) == 0
 
-    r = client.post(GH, content=body, headers=gh_headers(body, delivery="gh-1"))
-    assert (r.status_code, r.json()["status"]) == (200, "queued")
-    (job,) = queued(client)
-    assert job["source"] == "github" and job["body"] == body.decode()
-    assert job["headers"] == {"X-GitHub-Event": "issues", "X-GitHub-Delivery": "gh-1"}
-    # GitHub's "Redeliver" keeps X-GitHub-Delivery: a replay
-    assert client.post(GH, content=body, headers=gh_headers(body, delivery="gh-1")).json()["status"] == "replay"
-    assert len(queued(client)) == 1
+        r = client.post(GH, content=body, headers=gh_headers(body, delivery="gh-1"))
+        assert (r.status_code, r.json()["status"]) == (200, "queued")
+        (job,) = queued(client)
+        assert job["source"] == "github" and job["body"] == body.decode()
+        assert job["headers"] == {"X-GitHub-Event": "issues", "X-GitHub-Delivery": "gh-1"}
+        # GitHub's "Redeliver" keeps X-GitHub-Delivery: a replay
+        assert client.post(GH, content=body, headers=gh_headers(body, delivery="gh-1")).json()["status"] == "replay"
+        assert len(queued(client)) == 1
 
 
 def test_unconfigured_tracker_is_503(tmp_path: Path) -> None:
