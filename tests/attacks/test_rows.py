@@ -1,6 +1,7 @@
 """Issue 18's two lists, row by row, and where `make test` tries each again: a corpus case (run through
 `vsandx parse` and the upload API) or the test that sends it. A row without a live check fails here,
-so the attack trial stays reproducible as the code moves."""
+and so does one whose check does not run under issue 18's bounds (tests/attacks/bounds.py), so the
+attack trial stays reproducible, bounds included, as the code moves."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ ROWS: dict[str, list[str]] = {
         "tests/service/test_ui.py::test_hostile_names_in_a_diagnosis_are_text",
         "tests/service/test_ui.py::test_uploaded_names_are_escaped",
     ],
-    "SQL wildcards in filters": ["tests/service/test_ui.py::test_list_filters_and_paging"],
+    "SQL wildcards in filters": ["tests/service/test_api.py::test_sql_wildcards_in_filters_match_literally"],
     "GitHub and Bugzilla signatures, delivery-id replay": [
         "tests/service/test_webhook_routes.py::test_github_webhook",
         "tests/service/test_webhook_routes.py::test_bugzilla_webhook",
@@ -46,13 +47,17 @@ ROWS: dict[str, list[str]] = {
         "tests/service/test_api.py::test_oversized_upload_is_refused_before_the_body_is_read",
         "tests/service/test_limits.py::test_a_600_mb_upload_is_refused_before_the_body_is_read",
     ],
-    "API keys on every write route": ["tests/service/test_api.py::test_api_keys_guard_writes_only"],
+    "API keys on every write route": ["tests/service/test_api.py::test_api_keys_guard_every_write_route"],
     "8 clients for 3 minutes with 0 errors and no duplicate diagnosis": [
         "tests/service/test_load.py::test_concurrent_clients_get_no_error_and_no_duplicate_diagnosis"
     ],
-    "a worker killed mid-diagnosis": ["tests/service/test_chaos.py::test_killed_worker_job_finishes_exactly_once"],
+    "a worker killed mid-diagnosis": [
+        "tests/service/test_chaos.py::test_killed_worker_job_finishes_exactly_once",
+        "tests/service/test_supervise.py::test_serve_replaces_a_worker_killed_mid_diagnosis_and_its_job_is_taken_over",
+    ],
     "the API killed mid-upload (nothing lost, nothing left)": [
-        "tests/service/test_housekeeping.py::test_spool_files_of_killed_uploads_are_swept"
+        "tests/service/test_serve.py::test_the_api_killed_mid_upload_loses_nothing",
+        "tests/service/test_housekeeping.py::test_spool_files_of_killed_uploads_are_swept",
     ],
     "links and devices in a tar (skipped and reported)": ["case:symlink_and_device"],
     # ---- broke
@@ -95,26 +100,52 @@ ROWS: dict[str, list[str]] = {
         "tests/service/test_webhook_routes.py::test_github_body_replayed_under_new_delivery_ids_queues_one_job"
     ],
     "a killed worker stays a zombie; /ready true with no worker": [
-        "tests/service/test_supervise.py::test_a_killed_worker_is_reaped_and_replaced"
+        "tests/service/test_supervise.py::test_a_killed_worker_is_reaped_and_replaced",
+        "tests/service/test_supervise.py::test_serve_replaces_a_worker_killed_mid_diagnosis_and_its_job_is_taken_over",
     ],
 }
 
 
-# The HTTP rows of the Broke list: their tests measure the API process (tests/attacks/bounds.py), as the
-# corpus cases are measured, so at least one test of each row runs the attack under `bounded`.
-BOUNDED = (
-    "offset=2**63 (API), page=2**62 (UI)",
-    "a 400 MB JSON body to the feedback API",
-    "a cross-origin form POST to the feedback form",
-    "20,000 requests with random HTTP methods",
-    "opening the diagnosis page of a bomb",
-    "the same signed GitHub body under new delivery ids",
+# The tests that run every corpus case: each holds the case to issue 18's bounds.
+CASE_RUNNERS = (
+    "tests/pipeline/test_attacks.py::test_attack",
+    "tests/service/test_attacks_upload.py::test_attack_upload",
 )
+GUARDS = {"bounded", "bounded_tree"}  # tests.attacks.bounds: a block held to the bounds
+LIMITS = {"MAX_RSS_ABOVE_IDLE", "MAX_WALL_S"}  # tests.attacks.bounds: both compared with a measured process
 
 
 def _functions(path: Path) -> dict[str, str]:
     tree = ast.parse(path.read_text())
     return {n.name: ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+
+
+def _bounded(ref: str) -> bool:
+    """Whether the test `file::function` runs under issue 18's bounds: it, or a function of its module
+    that it calls, calls `bounded` or `bounded_tree` from tests/attacks/bounds.py, or holds a measure to
+    both of its limits."""
+    file, _, name = ref.partition("::")
+    tree = ast.parse((REPO / file).read_text())
+    imported = {
+        a.asname or a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ImportFrom) and n.module == "tests.attacks.bounds"
+        for a in n.names
+    }
+    funcs = {n.name: n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        fn = funcs.get(todo.pop())
+        if fn is None or fn.name in seen:
+            continue
+        seen.add(fn.name)
+        names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        calls = {c.func.id for c in ast.walk(fn) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+        if calls & GUARDS & imported or names & imported >= LIMITS:
+            return True
+        todo += sorted(calls & set(funcs))
+    return False
 
 
 @pytest.mark.parametrize("row", list(ROWS))
@@ -128,10 +159,20 @@ def test_every_row_is_tried_again(row: str) -> None:
         assert path.is_file() and func in _functions(path), f"{row}: {ref} does not exist"
 
 
-@pytest.mark.parametrize("row", BOUNDED)
-def test_http_rows_are_tried_within_the_bounds(row: str) -> None:
-    sources = [_functions(REPO / ref.partition("::")[0])[ref.partition("::")[2]] for ref in ROWS[row]]
-    assert any("bounded(" in src for src in sources), f"{row}: no test runs it under bounded()"
+@pytest.mark.parametrize("row", list(ROWS))
+def test_every_row_is_tried_within_the_bounds(row: str) -> None:
+    """Each row runs under issue 18's bounds somewhere (peak RSS under 600 MB above the idle process,
+    wall under 20 s): a corpus case (its runners hold every case to them), or a test that does; and
+    every service test a row names runs its attack under them."""
+    tests = [ref for ref in ROWS[row] if not ref.startswith("case:")]
+    unbounded = [ref for ref in tests if ref.startswith("tests/service/") and not _bounded(ref)]
+    assert not unbounded, f"{row}: not run under bounded(): {unbounded}"
+    assert len(tests) < len(ROWS[row]) or any(_bounded(ref) for ref in tests), f"{row}: nothing under the bounds"
+
+
+@pytest.mark.parametrize("ref", CASE_RUNNERS)
+def test_the_corpus_runners_hold_every_case_to_the_bounds(ref: str) -> None:
+    assert _bounded(ref), ref
 
 
 def test_every_corpus_case_answers_a_row() -> None:

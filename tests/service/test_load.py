@@ -1,17 +1,20 @@
-"""Issue 18's row "8 clients for 3 minutes with 0 errors and no duplicate diagnosis", bounded for CI: 8
-concurrent clients for 20 s against a real `vsandx serve` whose two worker processes share the
-embedded queue (two claimants for every job), with the benchmark's closed-loop clients
-(benchmarks/bench_service.py `Load`: `POST /api/v1/diagnoses?wait=true`, every answer a diagnosis or
-an error). Each body is sent twice in a row, so identical bytes arrive at the same time. The server's
-wait bound is raised to 50 s: on a loaded 2-core machine a slow answer is a 202 the benchmark would
-count as an error, and this test is about errors and duplicates, not latency.
+"""Issue 18's row "8 clients for 3 minutes with 0 errors and no duplicate diagnosis": 8 concurrent
+clients for 3 minutes (VSANDX_TEST_LOAD_S, 180 by default: `make test` runs the whole row) against a
+real `vsandx serve` whose two worker processes share the embedded queue (two claimants for every job),
+with the benchmark's closed-loop clients (benchmarks/bench_service.py `Load`: `POST
+/api/v1/diagnoses?wait=true`, every answer a diagnosis or an error). Each body is sent twice in a row,
+so identical bytes arrive at the same time. The server's wait bound is raised to 50 s: on a loaded
+2-core machine a slow answer is a 202 the benchmark would count as an error, and this test is about
+errors and duplicates; the bound it holds each upload to is issue 18's 20 s.
 
+Issue 18's bounds over the whole run (tests/attacks/bounds.py `bounded_tree`): serve and each worker
+process under 600 MB above what it held when the clients began, and every upload answered within 20 s.
 Then, in the service's database: one job per upload, each done by its first attempt (no job taken by
-two workers), and one diagnosis per distinct bundle, the one every job of those bytes points at. The
-3-minute run stays the benchmark's (`bench_service.py --duration 180`)."""
+two workers), and one diagnosis per distinct bundle, the one every job of those bytes points at."""
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from pathlib import Path
 
@@ -22,12 +25,13 @@ from sqlalchemy import select
 from benchmarks.bench_service import Load
 from service.db import Database
 from service.tables import Diagnosis, Job
+from tests.attacks.bounds import MAX_WALL_S, bounded_tree
 from tests.service.kit import bundles, model_dir, serving, until
 
 __all__ = ["bundles", "model_dir"]  # fixtures
 
 CLIENTS = 8
-SECONDS = 20.0
+SECONDS = float(os.environ.get("VSANDX_TEST_LOAD_S", "180"))
 
 
 @pytest.mark.slow
@@ -40,12 +44,14 @@ def test_concurrent_clients_get_no_error_and_no_duplicate_diagnosis(
         "VSANDX_WORKER_PROCESSES": "2",
         "VSANDX_WAIT_TIMEOUT_S": "50",
     }
-    with serving(env, log=tmp_path / "serve.log") as (url, _):
+    with serving(env, log=tmp_path / "serve.log") as (url, p):
         until(lambda: "2 worker process(es)" in httpx.get(f"{url}/ready").json()["queue"], timeout=60, every=0.3)
         load = Load(url, [b.read_bytes() for b in bundles], None, twice=True)
-        res = load.run(CLIENTS, SECONDS)
+        with bounded_tree(f"{CLIENTS} clients for {SECONDS:.0f} s", p.pid, max_wall_s=SECONDS + 60):
+            res = load.run(CLIENTS, SECONDS)
     print({k: res[k] for k in ("requests", "errors", "per_second", "latency_ms")})
     assert res["errors"] == 0, res["first_errors"]
+    assert res["latency_ms"]["max"] < 1000 * MAX_WALL_S, res["latency_ms"]  # each upload within the bound
     assert res["requests"] >= 2 * CLIENTS, res  # the clients really overlapped
 
     db = Database(f"sqlite:///{tmp_path / 'var' / 'vsandx.db'}", run_migrations=False)
