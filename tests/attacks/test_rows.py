@@ -6,6 +6,8 @@ attack trial stays reproducible, bounds included, as the code moves."""
 from __future__ import annotations
 
 import ast
+import re
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
@@ -178,3 +180,30 @@ def test_the_corpus_runners_hold_every_case_to_the_bounds(ref: str) -> None:
 def test_every_corpus_case_answers_a_row() -> None:
     named = {ref[5:] for refs in ROWS.values() for ref in refs if ref.startswith("case:")}
     assert named == set(CASES), sorted(set(CASES) ^ named)
+
+
+UNITS = {"": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "M": 10**6, "s": 1}
+SERVICE_LIMITS = ("max_upload_bytes", "max_json_bytes", "max_form_bytes", "wait_timeout_s", "task_time_limit_s",
+                  "job_memory_limit_mb", "lease_s", "max_attempts")  # fmt: skip
+
+
+def test_the_readme_lists_every_limit_with_its_default() -> None:
+    """Issue 18's "the README lists the limits": every limit of PipelineConfig and the service's body,
+    time, memory and retry limits have a row in a README table whose default is the code's."""
+    from pipeline.config import PipelineConfig
+    from vsandx.settings import ServiceSettings
+
+    rows = re.findall(r"^ *\| `(\w+)` \| ([\d,.]+) ?(KiB|MiB|GiB|M|s)?\b", (REPO / "README.md").read_text(), re.M)
+    shown = {name: float(num.replace(",", "")) * UNITS[unit] for name, num, unit in rows}
+    pipeline = PipelineConfig()
+    limits = [
+        f.name for f in fields(PipelineConfig) if f.name.startswith("max_") and f.name != "max_step_s"
+    ]  # not the grid
+    wanted = {f: float(getattr(pipeline, f)) for f in limits}
+    wanted["ratio_min_bytes"] = float(pipeline.ratio_min_bytes)
+    service = ServiceSettings(_env_file=None)  # type: ignore[call-arg]
+    for f in SERVICE_LIMITS:
+        wanted[f"VSANDX_{f.upper()}"] = float(getattr(service, f)) * (2**20 if f.endswith("_mb") else 1)
+    missing = sorted(set(wanted) - set(shown))
+    assert not missing, f"README: no row for {missing}"
+    assert {k: shown[k] for k in wanted} == wanted
