@@ -2,14 +2,16 @@
 against the number of engineer-confirmed feedback bundles of those causes added to its training.
 
     .venv/bin/python benchmarks/bench_feedback_loop.py [--models logreg,cnn_small] [--feedback 0,10,30,60]
-        [--train 400] [--test 80] [--fold 0] [--epochs 30] [--cnn-seeds 3] [--data var/bench-generalise]
+        [--weights 3] [--train 400] [--test 80] [--fold 0] [--epochs 30] [--cnn-seeds 3]
+        [--data var/bench-generalise]
 
 The model first trains as in bench_generalise.py's leave-one-cause-out fold (field bundles of seed 21
 without the fold's held-out causes). Feedback bundles are field uploads of seed 31 drawn only through
 the held-out causes (healthy ones among them, at the field profile's issue rate), labelled with their
 truth as an engineer's confirmation would label them, and added as `training.retrain` adds them:
-FEEDBACK_WEIGHT copies each. The test set is that fold's held-out-cause bundles (seed 22), which no
-feedback bundle is. Datasets are shared with bench_generalise.py (same --data folder, same keys).
+`retrain_feedback_weight` copies each (the setting's default, or each of --weights in turn). The
+test set is that fold's held-out-cause bundles (seed 22), which no feedback bundle is. Datasets are
+shared with bench_generalise.py (same --data folder, same keys).
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from bench_generalise import data, fit, held_out, make  # noqa: E402
 
 from models.metrics import exact_match, per_fault  # noqa: E402
 from training.datasets import DatasetSpec  # noqa: E402
-from training.retrain import FEEDBACK_WEIGHT  # noqa: E402
+from vsandx.settings import Settings  # noqa: E402
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="logreg,cnn_small")
     ap.add_argument("--feedback", default="0,10,30,60", help="feedback bundle counts")
+    ap.add_argument("--weights", default="", help="copies of each feedback bundle (default: the setting's)")
     ap.add_argument("--train", type=int, default=400)
     ap.add_argument("--test", type=int, default=80)
     ap.add_argument("--val", type=int, default=60)
@@ -43,6 +46,7 @@ def main() -> int:
     ap.add_argument("--data", default=str(REPO / "var" / "bench-generalise"))
     args = ap.parse_args()
     root, counts = Path(args.data), [int(n) for n in args.feedback.split(",")]
+    weights = [int(w) for w in args.weights.split(",") if w] or [Settings().retrain_feedback_weight]
     held = held_out(args.fold)
     X, y = data(DatasetSpec("field", args.train, seed=21, partial=0.3, exclude_causes=held), root)
     Xt, yt = data(DatasetSpec("field", args.test, seed=22, issue_rate=1.0, causes=held), root)
@@ -50,20 +54,26 @@ def main() -> int:
     val = data(DatasetSpec("field", args.val, seed=2), root)
     rows: list[dict[str, Any]] = []
     for name in args.models.split(","):
-        for k in counts:
-            model = make(name, args.epochs, args.cnn_seeds)
-            fit_s = fit(model, X + Xf[:k] * FEEDBACK_WEIGHT, y + yf[:k] * FEEDBACK_WEIGHT, val)
-            pred = model.predict(Xt)
-            recall = {f: round(v["recall"], 2) for f, v in per_fault(yt, pred).items() if v["support"]}
-            row = {"model": name, "feedback": k, "exact_match": round(exact_match(yt, pred), 3),
-                   "recall": recall, "fit_s": round(fit_s), "held_out": list(held)}  # fmt: skip
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-    print("| model | " + " | ".join(f"{k} feedback" for k in counts) + " |")
-    print("|---|" + "---|" * len(counts))
+        for w in weights:
+            for k in counts:
+                if k == 0 and w != weights[0]:
+                    continue  # no feedback: the weight changes nothing
+                model = make(name, args.epochs, args.cnn_seeds)
+                fit_s = fit(model, X + Xf[:k] * w, y + yf[:k] * w, val)
+                pred = model.predict(Xt)
+                recall = {f: round(v["recall"], 2) for f, v in per_fault(yt, pred).items() if v["support"]}
+                row = {"model": name, "weight": w, "feedback": k, "exact_match": round(exact_match(yt, pred), 3),
+                       "recall": recall, "fit_s": round(fit_s), "held_out": list(held)}  # fmt: skip
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    print("| model | weight | " + " | ".join(f"{k} feedback" for k in counts) + " |")
+    print("|---|---|" + "---|" * len(counts))
     for name in args.models.split(","):
-        cells = [f"{r['exact_match']:.3f}" for k in counts for r in rows if r["model"] == name and r["feedback"] == k]
-        print(f"| {name} | " + " | ".join(cells) + " |")
+        for w in weights:
+            cells = [next((f"{r['exact_match']:.3f}" for r in rows if r["model"] == name and r["feedback"] == k
+                           and r["weight"] in (w, weights[0]) and (k == 0 or r["weight"] == w)), "")
+                     for k in counts]  # fmt: skip
+            print(f"| {name} | {w} | " + " | ".join(cells) + " |")
     return 0
 
 

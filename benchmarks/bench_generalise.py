@@ -1,15 +1,17 @@
 """Generalisation beyond our own rendering of each fault (issue 17): the README's first accuracy table.
 
     .venv/bin/python benchmarks/bench_generalise.py [--models cnn_small,logreg,mlp,svm,mnb,rules,minirocket]
-        [--train 400] [--test 80] [--folds 0,1] [--perturb interval:3,hosts,esxtop,logs:7,logs:8,load:0.5,load:2]
-        [--epochs 30] [--cnn-seeds 3] [--combine cnn_small+rules,logreg+rules] [--data var/bench-generalise]
-        [--markdown]
+        [--train 400] [--lab 0] [--test 80] [--folds 0,1]
+        [--perturb interval:3,hosts,esxtop,logs:7,logs:8,load:0.5,load:2] [--epochs 30] [--cnn-seeds 3]
+        [--combine cnn_small+rules,logreg+rules] [--data var/bench-generalise] [--markdown]
 
 Leave-one-cause-out: fold k holds out, for every fault with several causes, its k-th cause
 (data.simulate.causes); each model trains on field bundles (seed 21, 30 % partial uploads) drawn
 without the held-out causes and is tested on bundles (seed 22) whose faults all come through the
-held-out causes, so every fault present is one the model never saw rendered that way. Scores: exact
-match, component accuracy and per-fault recall on those bundles.
+held-out causes, so every fault present is one the model never saw rendered that way. With --lab N,
+N of the training bundles are lab-profile ones (seed 21, half of them partial, without the held-out
+causes), the mix `vsandx train` uses. Scores: exact match, component accuracy and per-fault recall on
+those bundles.
 
 Perturbations: each model trains once on every cause (seed 21) and is tested on the same field test
 bundles (seed 23) as simulated and under each perturbation of data.simulate.perturb (a coarser
@@ -74,6 +76,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="cnn_small,logreg,mlp,svm,mnb,rules,minirocket")
     ap.add_argument("--train", type=int, default=400, help="training bundles per fold")
+    ap.add_argument("--lab", type=int, default=0, help="of --train, lab-profile bundles (the rest field)")
     ap.add_argument("--test", type=int, default=80, help="test bundles per fold and perturbation")
     ap.add_argument("--val", type=int, default=60, help="validation bundles (CNN early stopping)")
     ap.add_argument("--folds", default="0,1", help="leave-one-cause-out folds to run ('' for none)")
@@ -116,9 +119,12 @@ def main() -> int:
 
     for fold in [int(f) for f in args.folds.split(",") if f]:
         held = held_out(fold)
-        X, y = data(DatasetSpec("field", args.train, seed=21, partial=0.3, exclude_causes=held), root)
+        X, y = data(DatasetSpec("field", args.train - args.lab, seed=21, partial=0.3, exclude_causes=held), root)
+        if args.lab:
+            Xl, yl = data(DatasetSpec("lab", args.lab, seed=21, partial=0.5, exclude_causes=held), root)
+            X, y = X + Xl, y + yl
         test = data(DatasetSpec("field", args.test, seed=22, issue_rate=1.0, causes=held), root)
-        run(X, y, {f"loco fold {fold}": test}, held_out=list(held))
+        run(X, y, {f"loco fold {fold}": test}, held_out=list(held), lab=args.lab)
     perturbs = [p for p in args.perturb.split(",") if p]
     if perturbs:
         X, y = data(DatasetSpec("field", args.train, seed=21, partial=0.3), root)

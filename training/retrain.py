@@ -1,8 +1,9 @@
 """Retraining with engineer feedback, and the decision whether the candidate replaces the champion.
 
-`retrain` trains on the preset's lab and varied sets plus the feedback-labelled uploads (FEEDBACK_WEIGHT copies
-each: they are few, and real), with a sweep warm-started from the champion's recorded configs (the
-winners.json its training run logged; else its own members' hyperparameters), and takes the top-k
+`retrain` trains on the preset's lab and varied sets plus the feedback-labelled uploads (each in the
+`retrain_feedback_weight` setting's copies: they are few, and real), with a sweep warm-started from the
+champion's recorded configs (the winners.json its training run logged; else its own members'
+hyperparameters), and takes the top-k
 ensemble as the candidate. Candidate and champion are scored on the preset's field test set and on the
 feedback set: the feedback bundles held out of training by sha256 (while that share is still empty,
 every feedback bundle, and the run says it was judged on bundles it trained on). `decide` applies the
@@ -40,7 +41,6 @@ from training.run import (
 from training.tracking import ModelRef, NoModel, Run, Tracker, fetch_model
 from vsandx.settings import Settings
 
-FEEDBACK_WEIGHT = 3  # copies of each feedback bundle in the training set
 KIND_TAG = "vsandx.kind"
 
 
@@ -246,7 +246,8 @@ def _sweep_candidate(
     bundles (weighted)."""
     root = settings.data_dir.resolve()
     folders = build_sets({k: specs[k] for k in ("val", *TRAINING_SETS) if k in specs}, settings, progress)
-    parts = training_sources(folders) + ([(build_labelled(fb_train, root), FEEDBACK_WEIGHT)] if fb_train else [])
+    feedback = [(build_labelled(fb_train, root), settings.retrain_feedback_weight)] if fb_train else []
+    parts = training_sources(folders) + feedback
     val = folders["val"]
     _, ranked = sweep_and_rank(cfg, training_folder(parts, root), val, warm, tracker, out, settings, progress)
     train = training_folder(parts, root)

@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 
@@ -20,6 +20,9 @@ class Settings(BaseSettings):
     # MLflow: tracking and registry URI (default: SQLite and an artifact folder under data_dir).
     mlflow_tracking_uri: str | None = None
     mlflow_experiment: str = "vsandx"
+    # Copies of each engineer-confirmed bundle in a retrain's training set (they are few, and real):
+    # measured by benchmarks/bench_feedback_loop.py --weights (README, "The feedback loop").
+    retrain_feedback_weight: int = Field(default=3, ge=1, le=100)
     registered_model: str = "vsandx-diagnoser"
     # Intra-op threads of a served model per process (torch): `vsandx diagnose`, evaluate and the
     # service's workers; parallelism comes from worker processes.
