@@ -23,9 +23,10 @@ import fnmatch
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from models.base import Diagnoser
+if TYPE_CHECKING:  # models.base loads a saved model through create_model; only the type is needed here
+    from models.base import Diagnoser
 
 SearchSpace = dict[str, tuple[Any, ...]]
 SPACE_KINDS = ("uniform", "loguniform", "int", "choice")
@@ -43,7 +44,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "rules": "models.rules",
 }
 
-D = TypeVar("D", bound=type[Diagnoser])
+D = TypeVar("D", bound="type[Diagnoser]")
 
 
 @dataclass(frozen=True)

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, HTTPException, Query, Request, Response, Security, UploadFile, status
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader
 from sqlalchemy import text
-from sqlalchemy.orm import Session
 
 from service import store
-from service.db import get_db
+from service.deps import Db, Holder, MetricsDep, Pipeline, QueueDep, Settings
 from service.intake import UnreadableBundle, accept_upload
 from service.metrics import CONTENT_TYPE
+from service.queues import NoTrainingQueue
 from service.schemas import (
     API_PREFIX,
     MAX_INT,
@@ -29,24 +29,12 @@ from service.schemas import (
     status_url,
 )
 from service.serving import ModelUnavailable
-
-if TYPE_CHECKING:
-    from service.app import Queue
 from vsandx.faults import FAULT_IDS
 from vsandx.settings import ServiceSettings
 
 api = APIRouter(prefix=API_PREFIX, tags=["diagnoses"])
 ops = APIRouter(tags=["operations"])
-Db = Annotated[Session, Depends(get_db)]
 _key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="needed when VSANDX_API_KEYS is set")
-
-
-def get_settings(request: Request) -> ServiceSettings:
-    settings: ServiceSettings = request.app.state.settings
-    return settings
-
-
-Settings = Annotated[ServiceSettings, Depends(get_settings)]
 
 
 def key_accepted(settings: ServiceSettings, key: str | None) -> bool:
@@ -80,27 +68,30 @@ def upload_bundle(
     response: Response,
     db: Db,
     settings: Settings,
+    holder: Holder,
+    queue: QueueDep,
+    metrics: MetricsDep,
+    pipeline: Pipeline,
     bundle: Annotated[UploadFile, File(description="a vSAN support bundle: .tgz, .tar, .zip")],
     wait: Annotated[bool, Query(description="answer with the diagnosis when it is ready within the bound")] = False,
     timeout: Annotated[float | None, Query(gt=0, description="seconds to wait (capped by the server)")] = None,
 ) -> DiagnosisResource | Accepted:
     """Upload a bundle. 202 with a status URL; with `?wait=true`, 201 and the diagnosis when it is
     ready within the bound, 422 if the bundle turns out unreadable, else still 202."""
-    state = request.app.state
     try:
-        state.holder.get()
+        holder.get()
         t0 = time.perf_counter()
-        job = accept_upload(db, settings, bundle.file, bundle.filename)
+        job = accept_upload(db, settings, bundle.file, bundle.filename, pipeline)
     except ModelUnavailable as e:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, f"no model to serve: {e}") from e
     except UnreadableBundle as e:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(e)) from e
     except store.UploadTooLarge as e:
         raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, str(e)) from e
-    state.queue.submit(job.id)
+    queue.submit(job.id)
     response.headers["Location"] = str(request.url_for("get_diagnosis", job_id=job.id))
-    if wait and state.queue.wait(job.id, min(timeout or settings.wait_timeout_s, settings.wait_timeout_s)) == "done":
-        state.metrics.diagnosis.observe(time.perf_counter() - t0)
+    if wait and queue.wait(job.id, min(timeout or settings.wait_timeout_s, settings.wait_timeout_s)) == "done":
+        metrics.diagnosis.observe(time.perf_counter() - t0)
     res = store.get_diagnosis(db, job.id) if wait else None
     if res is None or res.status in ("queued", "running"):
         return Accepted(id=job.id, status="queued" if res is None else res.status, status_url=status_url(job.id))
@@ -135,10 +126,9 @@ def list_diagnoses(
 
 
 @api.get("/model", tags=["model"])
-def served_model(request: Request) -> dict[str, Any]:
+def served_model(holder: Holder) -> dict[str, Any]:
     """The model diagnoses are made with now: name, version, where it came from, the training report."""
-    info: dict[str, Any] = request.app.state.holder.current_model_info()
-    return info
+    return holder.current_model_info()
 
 
 @api.post(
@@ -149,28 +139,24 @@ def served_model(request: Request) -> dict[str, Any]:
     responses={409: {"model": ErrorOut}},
 )
 def start_training(
-    request: Request, preset: Annotated[str, Query(pattern="^(smoke|quick|full)$")] = "quick"
+    queue: QueueDep, preset: Annotated[str, Query(pattern="^(smoke|quick|full)$")] = "quick"
 ) -> dict[str, Any]:
     """Queue a training run on the training queue (Celery); the new model becomes champion only if it
     is at least as good, and the service picks it up by itself."""
-    queue = request.app.state.queue
-    if not hasattr(queue, "submit_training"):
-        raise HTTPException(
-            status.HTTP_409_CONFLICT,
-            "training runs on a Celery worker (set VSANDX_BROKER_URL); without one, run `vsandx train`",
-        )
-    task_id = queue.submit_training(preset)
+    try:
+        task_id = queue.submit_training(preset)
+    except NoTrainingQueue as e:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(e)) from e
     return {"id": task_id, "state": "PENDING", "status_url": f"{API_PREFIX}/model/training/{task_id}"}
 
 
 @api.get("/model/training/{task_id}", tags=["model"], responses={409: {"model": ErrorOut}})
-def training_status(request: Request, task_id: str) -> dict[str, Any]:
+def training_status(queue: QueueDep, task_id: str) -> dict[str, Any]:
     """A training run's Celery state (PENDING, STARTED, SUCCESS with the version, FAILURE)."""
-    queue = request.app.state.queue
-    if not hasattr(queue, "training_status"):
-        raise HTTPException(status.HTTP_409_CONFLICT, "training runs on a Celery worker (set VSANDX_BROKER_URL)")
-    status_: dict[str, Any] = queue.training_status(task_id)
-    return status_
+    try:
+        return queue.training_status(task_id)
+    except NoTrainingQueue as e:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(e)) from e
 
 
 @ops.get("/health", response_model=Health)
@@ -180,15 +166,14 @@ def health() -> Health:
 
 
 @ops.get("/ready", response_model=Readiness, responses={503: {"model": Readiness}})
-def ready(request: Request, db: Db) -> Any:
+def ready(db: Db, holder: Holder, queue: QueueDep) -> Any:
     """Readiness: the database answers and a model is loaded."""
     try:
         db.execute(text("SELECT 1"))
         database = "ok"
     except Exception as e:  # any driver error means not ready
         database = f"error: {e}"
-    model = request.app.state.holder.current_model_info()
-    queue: Queue = request.app.state.queue
+    model = holder.current_model_info()
     reasons = ([] if database == "ok" else [f"database: {database}"]) + (
         [] if model["ready"] else [f"no model to serve: {model['error'] or 'not loaded yet'}"]
     )
@@ -202,6 +187,6 @@ def ready(request: Request, db: Db) -> Any:
 
 
 @ops.get("/metrics", response_class=Response, responses={200: {"content": {CONTENT_TYPE: {}}}})
-def metrics(request: Request) -> Response:
+def metrics(metrics: MetricsDep) -> Response:
     """Prometheus metrics."""
-    return Response(request.app.state.metrics.render(), media_type=CONTENT_TYPE)
+    return Response(metrics.render(), media_type=CONTENT_TYPE)

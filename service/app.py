@@ -10,27 +10,28 @@ import importlib.util
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from fastapi import FastAPI
 
 from service.api import api, ops
 from service.csrf import OriginCheck
 from service.db import Database, get_database
+from service.deps import WebhookContext
+from service.embedded import EmbeddedQueue
 from service.feedback_routes import router as feedback_api
 from service.housekeeping import housekeeping
-from service.jobs import EmbeddedQueue
 from service.ledgers import SqlDeliveryLedger
 from service.limits import BodyLimit, BodyLimits
 from service.metrics import Metrics, MetricsMiddleware
+from service.queues import Queue
 from service.schemas import API_PREFIX
 from service.serving import ModelHolder
 from service.tables import Base, WebhookDelivery
 from service.watchdog import allow_exit
-from service.webhook_routes import WebhookContext
 from service.webhook_routes import router as webhook_api
 from service.webhook_work import Integrations
 from service.webhooks import WEBHOOK_MAX_BODY
@@ -38,18 +39,6 @@ from vsandx.settings import ServiceSettings, get_service_settings
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).resolve().parent / "static"
-
-
-class Queue(Protocol):
-    name: str
-
-    def start(self) -> None: ...
-    def stop(self, timeout: float = 10.0) -> None: ...
-    def submit(self, job_id: str) -> None: ...
-    def submit_webhook(self, job: Mapping[str, Any]) -> str: ...
-    def wait(self, job_id: str, timeout: float) -> str: ...
-    def ping(self) -> str: ...
-    def unready(self) -> str | None: ...
 
 
 def make_queue(database: Database, settings: ServiceSettings, holder: ModelHolder,
@@ -61,20 +50,17 @@ def make_queue(database: Database, settings: ServiceSettings, holder: ModelHolde
     return EmbeddedQueue(database, settings, holder, integrations)
 
 
-def _maintain(app: FastAPI, stop: threading.Event) -> None:
+def _maintain(s: ServiceSettings, database: Database, holder: ModelHolder, queue: Queue, stop: threading.Event) -> None:
     """Champion hot reload every model_poll_s, housekeeping (retention, retrain check) every
     housekeeping_s unless `vsandx beat` does it, lost broker jobs re-sent."""
-    s: ServiceSettings = app.state.settings
     next_upkeep = 0.0
     while not stop.wait(max(0.5, min(s.model_poll_s, s.lease_s / 2, 30.0))):
         try:
-            app.state.holder.maybe_refresh()
+            holder.maybe_refresh()
             if s.housekeeping_in_api and time.monotonic() >= next_upkeep:
-                housekeeping(app.state.database, s, app.state.queue)
+                housekeeping(database, s, queue)
                 next_upkeep = time.monotonic() + s.housekeeping_s
-            reap = getattr(app.state.queue, "reap", None)
-            if reap is not None:
-                reap()
+            queue.reap()
         except Exception:  # keep maintaining whatever one round hit
             log.exception("maintenance round failed")
 
@@ -93,7 +79,8 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
         holder.refresh()  # a missing or refused model is reported by /ready, not fatal
         queue.start()
         stop = threading.Event()
-        t = threading.Thread(target=_maintain, args=(app, stop), name="vsandx-maintenance", daemon=True)
+        t = threading.Thread(target=_maintain, args=(s, database, holder, queue, stop), name="vsandx-maintenance",
+                             daemon=True)  # fmt: skip
         t.start()
         try:
             yield
@@ -108,8 +95,9 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
         version="1",
         lifespan=lifespan,
     )
+    # the parts routes take through service.deps (its only reader)
     app.state.settings, app.state.database, app.state.holder, app.state.queue = s, database, holder, queue
-    app.state.metrics = Metrics(database, holder, lambda: queue.name)
+    metrics = app.state.metrics = Metrics(database, holder, lambda: queue.name)
     ledger = SqlDeliveryLedger(database.session, Base.metadata.tables[WebhookDelivery.__tablename__])
 
     def enqueue(job: dict[str, Any]) -> None:  # the worker runs service.webhook_work on it
@@ -123,7 +111,7 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
     _include_ui(app)
     app.add_middleware(BodyLimit, limits=body_limits(s))
     app.add_middleware(OriginCheck, public_url=integrations.notify.public_url, exempt=(f"{API_PREFIX}/webhooks/",))
-    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
-from starlette.requests import Request
 
 from vsandx.settings import ServiceSettings
 
@@ -79,11 +78,4 @@ def get_database(settings: ServiceSettings) -> Database:
 
 def session_scope(db: Database) -> Iterator[Session]:
     with db.session() as session:
-        yield session
-
-
-def get_db(request: Request) -> Iterator[Session]:
-    """FastAPI dependency: a session on the app's database, closed after the request."""
-    database: Database = request.app.state.database
-    with database.session() as session:
         yield session

@@ -9,7 +9,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request, Response, status
 
 from service import feedback, retraining
-from service.api import ERRORS, Db, Settings, require_api_key
+from service.api import ERRORS, require_api_key
+from service.deps import Db, QueueDep, Settings
 from service.schemas import (
     API_PREFIX,
     MAX_INT,
@@ -35,7 +36,7 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "descript
     responses={401: ERRORS[401], **NOT_FOUND, 409: {"model": ErrorOut, "description": "the diagnosis is not done"},
                422: {"model": ErrorOut, "description": "a component or label this diagnosis cannot take (named)"}},
 )  # fmt: skip
-def give_feedback(request: Request, job_id: str, body: FeedbackIn, db: Db, settings: Settings) -> FeedbackOut:
+def give_feedback(job_id: str, body: FeedbackIn, db: Db, settings: Settings, queue: QueueDep) -> FeedbackOut:
     """Confirm or correct the verdicts of a finished diagnosis (components left out are confirmed; a
     fault the model missed is a correction of a `none`). When enough new feedback has come in
     (VSANDX_RETRAIN_MIN_FEEDBACK), a retrain is queued: the answer's `retrain_url` follows it."""
@@ -47,9 +48,10 @@ def give_feedback(request: Request, job_id: str, body: FeedbackIn, db: Db, setti
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(e)) from e
     except feedback.NotFinished as e:
         raise HTTPException(status.HTTP_409_CONFLICT, str(e)) from e
-    retraining.after_feedback(db, settings, request.app.state.queue, request.app.state.database)
+    retraining.after_feedback(db, settings, queue)
     out = feedback.get_feedback(db, row.id)
-    assert out is not None
+    if out is None:  # deleted between the two statements: nothing the client can act on
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"feedback {row.id} on {job_id} is gone")
     return out
 
 
@@ -71,14 +73,14 @@ def list_feedback(job_id: str, db: Db) -> FeedbackList:
     responses={401: ERRORS[401], 409: {"model": ErrorOut, "description": "a retrain is queued or running"}},
 )
 def request_retrain(
-    request: Request, response: Response, db: Db, settings: Settings, body: RetrainIn | None = None
+    request: Request, response: Response, db: Db, settings: Settings, queue: QueueDep, body: RetrainIn | None = None
 ) -> RetrainOut:
     """Retrain now with every feedback-labelled bundle; the candidate replaces the champion only if it is
     at least as good on the field test set and better on the feedback set."""
     opened = retraining.open_retrain(db, settings, "demand", (body.requested_by if body else None) or None)
     if opened is None:
         raise HTTPException(status.HTTP_409_CONFLICT, "a retrain is already queued or running")
-    retraining.submit(request.app.state.queue, request.app.state.database, settings, opened.id)
+    queue.submit_retrain(opened.id)
     response.headers["Location"] = str(request.url_for("get_retrain", retrain_id=opened.id))
     return retraining.to_out(opened)
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from service import retraining, store
 from service.db import Database
+from service.queues import RetrainQueue
 from vsandx.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -29,16 +29,16 @@ class Upkeep:
     spool_removed: int = 0  # partial uploads left by a killed API process
 
 
-def housekeeping(database: Database, settings: ServiceSettings, queue: Any) -> Upkeep:
+def housekeeping(database: Database, settings: ServiceSettings, queue: RetrainQueue) -> Upkeep:
     """Purge expired bundles and stale spool files, then queue a retrain when enough unused feedback waits (sent through
-    `queue`'s `submit_retrain`, or a thread here without a broker; see retraining.submit)."""
+    `queue`'s `submit_retrain`: the training queue, or a thread of the API process without a broker)."""
     with database.session() as db:
         purged = store.purge_expired(db, settings)
         opened = retraining.maybe_trigger(db, settings)
         retrain_id = opened.id if opened is not None else None
     spool = store.sweep_spool(settings)
     if retrain_id is not None:
-        retraining.submit(queue, database, settings, retrain_id)
+        queue.submit_retrain(retrain_id)
     if purged or retrain_id is not None or spool:
         log.info(
             "housekeeping: purged %d bundle(s), %d stale spool file(s); retrain queued: %s",

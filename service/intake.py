@@ -36,13 +36,16 @@ def check_opens(path: Path, filename: str, config: PipelineConfig | None = None)
         raise UnreadableBundle(e.for_upload(filename, path)) from e
 
 
-def accept_upload(db: Session, settings: ServiceSettings, src: BinaryIO, filename: str | None) -> Job:
-    """Store the upload by content and queue its diagnosis; raises UploadTooLarge or UnreadableBundle."""
-    sha256, name = store_upload(db, settings, src, filename)
+def accept_upload(db: Session, settings: ServiceSettings, src: BinaryIO, filename: str | None,
+                  config: PipelineConfig | None = None) -> Job:  # fmt: skip
+    """Store the upload by content and queue its diagnosis; raises UploadTooLarge or UnreadableBundle.
+    `config`: the service's pipeline configuration (else resolved from the settings now)."""
+    sha256, name = store_upload(db, settings, src, filename, config)
     return store.create_job(db, sha256, name)
 
 
-def store_upload(db: Session, settings: ServiceSettings, src: BinaryIO, filename: str | None) -> tuple[str, str]:
+def store_upload(db: Session, settings: ServiceSettings, src: BinaryIO, filename: str | None,
+                 config: PipelineConfig | None = None) -> tuple[str, str]:  # fmt: skip
     """Store a bundle by content once it is known to open; (sha256, cleaned file name). Raises
     UploadTooLarge or UnreadableBundle, leaving nothing behind. Uploads and tracker attachments."""
     name = clean_filename(filename)
@@ -50,7 +53,7 @@ def store_upload(db: Session, settings: ServiceSettings, src: BinaryIO, filename
     try:
         if size == 0:
             raise UnreadableBundle(f"{name}: the upload is empty")
-        check_opens(spooled, name)
+        check_opens(spooled, name, config)
     except BaseException:
         spooled.unlink(missing_ok=True)
         raise

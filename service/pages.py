@@ -35,14 +35,13 @@ def stamp(t: object) -> str:
     """A UTC instant for people; anything missing (None, a template's undefined) is a dash."""
     if not t:
         return "—"
-    if not isinstance(t, datetime | str):
-        return str(t)
     if isinstance(t, str):
         try:
             t = datetime.fromisoformat(t.replace("Z", "+00:00"))
         except ValueError:
             return str(t)
-    assert isinstance(t, datetime)
+    if not isinstance(t, datetime):
+        return str(t)
     return t.strftime("%Y-%m-%d %H:%M:%S UTC")
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from service import feedback
 from service.db import Database
+from service.queues import RetrainQueue
 from service.schemas import RetrainList, RetrainOut, retrain_url
 from service.tables import Feedback, RetrainDecision, utcnow
 from vsandx.settings import ServiceSettings
@@ -71,11 +72,11 @@ def maybe_trigger(db: Session, settings: ServiceSettings) -> RetrainDecision | N
     return open_retrain(db, settings, "feedback", at_least=need)
 
 
-def after_feedback(db: Session, settings: ServiceSettings, queue: Any, database: Database) -> RetrainDecision | None:
+def after_feedback(db: Session, settings: ServiceSettings, queue: RetrainQueue) -> RetrainDecision | None:
     """What follows a stored feedback: a retrain queued (and sent) when there is enough new feedback."""
     opened = maybe_trigger(db, settings)
     if opened is not None:
-        submit(queue, database, settings, opened.id)
+        queue.submit_retrain(opened.id)
     return opened
 
 
@@ -147,17 +148,15 @@ def run_retrain(database: Database, settings: ServiceSettings, retrain_id: int) 
 _threads: list[threading.Thread] = []
 
 
-def submit(queue: Any, database: Database, settings: ServiceSettings, retrain_id: int) -> None:
-    """Hand a queued retrain to the training queue (Celery), or without a broker to a thread here."""
-    send = getattr(queue, "submit_retrain", None)
-    if send is not None:
-        send(retrain_id)
-        return
+def run_in_thread(database: Database, settings: ServiceSettings, retrain_id: int) -> str:
+    """A queued retrain without a training queue (the embedded queue's submit_retrain): run it in a
+    thread of this process; the thread's name."""
     t = threading.Thread(
         target=run_retrain, args=(database, settings, retrain_id), name=f"vsandx-retrain-{retrain_id}", daemon=True
     )
     t.start()
     _threads[:] = [x for x in _threads if x.is_alive()] + [t]
+    return t.name
 
 
 def running_threads() -> list[threading.Thread]:

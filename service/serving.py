@@ -33,8 +33,11 @@ class ModelUnavailable(RuntimeError):
 
 
 class ModelHolder:
-    def __init__(self, settings: ServiceSettings) -> None:
+    def __init__(self, settings: ServiceSettings, config: PipelineConfig | None = None) -> None:
         self.settings = settings
+        # The pipeline configuration (VSANDX_PIPELINE_*), resolved once: every model served reads its
+        # bundles with it, and the charts and tracker reports drawn from that read agree with the verdict.
+        self.config = config or PipelineConfig.from_settings()
         self._lock = threading.RLock()
         self._predictor: Predictor | None = None
         self._info: dict[str, Any] = {}
@@ -96,7 +99,7 @@ class ModelHolder:
             return False
         model = load_model(got.folder)
         name = model.name if got.ref is None else got.name
-        predictor = Predictor(model, name, got.version, PipelineConfig.from_settings())
+        predictor = Predictor(model, name, got.version, self.config)
         uri = s.model_uri or f"models:/{s.registered_model}@champion"
         info: dict[str, Any] = {"uri": uri, "folder": str(got.folder)}
         if got.ref is not None:

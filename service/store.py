@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -26,6 +26,7 @@ from service.tables import Bundle, Diagnosis, Feedback, Job, utcnow
 from vsandx.settings import ServiceSettings
 
 CHUNK = 1 << 20
+T = TypeVar("T")
 
 
 class UploadTooLarge(ValueError):
@@ -35,6 +36,16 @@ class UploadTooLarge(ValueError):
 
 
 # ------------------------------------------------------------------------------------------ bundles
+class Vanished(RuntimeError):
+    """A row another writer created while this one tried to (an IntegrityError) is gone again."""
+
+
+def _raced(row: T | None, what: str) -> T:
+    if row is None:
+        raise Vanished(f"{what} was created concurrently and is gone again")
+    return row
+
+
 def _bundle_file(settings: ServiceSettings, sha256: str) -> Path:
     return settings.bundles_dir / sha256[:2] / sha256
 
@@ -104,8 +115,7 @@ def keep_bundle(db: Session, settings: ServiceSettings, spooled: Path, sha256: s
             db.commit()
         except IntegrityError:  # the same bytes uploaded concurrently
             db.rollback()
-            row = db.get(Bundle, sha256)
-            assert row is not None
+            row = _raced(db.get(Bundle, sha256), f"bundle {sha256}")
     if row.last_seen != now:
         row.last_seen, row.purged_at = now, None
         db.commit()
@@ -163,9 +173,7 @@ def ensure_job(db: Session, job_id: str, sha256: str, filename: str, kind: str =
         return create_job(db, sha256, filename, kind, job_id)
     except IntegrityError:  # created concurrently
         db.rollback()
-        found = db.get(Job, job_id, populate_existing=True)
-        assert found is not None
-        return found
+        return _raced(db.get(Job, job_id, populate_existing=True), f"job {job_id}")
 
 
 def claim_job(
@@ -250,9 +258,7 @@ def record_diagnosis(db: Session, sha256: str, document: Mapping[str, Any]) -> D
         db.commit()
     except IntegrityError:
         db.rollback()
-        found = find_diagnosis(db, sha256, model["name"], model["version"])
-        assert found is not None
-        return found
+        return _raced(find_diagnosis(db, sha256, model["name"], model["version"]), f"diagnosis of {sha256}")
     return row
 
 

@@ -232,7 +232,8 @@ def send_retrain(app: Celery, retrain_id: int) -> str:
 
 
 class _RetrainSender:
-    """What retraining.submit needs from a queue, inside a task (the API's side is CeleryQueue)."""
+    """What housekeeping needs from a queue (service.queues.RetrainQueue), inside a task (the API's side
+    is CeleryQueue)."""
 
     def __init__(self, app: Celery) -> None:
         self.app = app

@@ -5,12 +5,13 @@ needs (service.pages) and fills a template. The upload page posts to the JSON AP
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import jinja2
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
@@ -20,8 +21,11 @@ from starlette.concurrency import run_in_threadpool
 from service import csrf, pages, retraining
 from service import feedback as fb
 from service.api import key_accepted
-from service.db import get_db
+from service.db import Database
+from service.deps import DatabaseDep, Db, Holder, QueueDep, Settings
+from service.queues import Queue
 from service.schemas import MAX_INT
+from service.serving import ModelHolder
 from vsandx.faults import FAULTS
 from vsandx.settings import ServiceSettings
 
@@ -34,18 +38,7 @@ _env.globals["fault_title"] = pages.fault_title
 _env.globals["FAULTS"] = FAULTS
 templates = Jinja2Templates(env=_env)
 router = APIRouter(include_in_schema=False)
-Db = Annotated[Session, Depends(get_db)]
 FORGED = "The form's security token is missing or stale (did it come from this page?): reload the page, send it again."
-
-
-def _settings(request: Request) -> ServiceSettings:
-    settings: ServiceSettings = request.app.state.settings
-    return settings
-
-
-def _model_info(request: Request) -> dict[str, Any]:
-    info: dict[str, Any] = request.app.state.holder.current_model_info()
-    return info
 
 
 def _page(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> HTMLResponse:
@@ -69,8 +62,8 @@ def _not_found(request: Request, what: str) -> HTMLResponse:
 
 
 @router.get("/", response_class=HTMLResponse)
-def upload_page(request: Request) -> HTMLResponse:
-    return _page(request, "upload.html", pages.upload(_settings(request), _model_info(request)))
+def upload_page(request: Request, settings: Settings, holder: Holder) -> HTMLResponse:
+    return _page(request, "upload.html", pages.upload(settings, holder.current_model_info()))
 
 
 @router.get("/diagnoses", response_class=HTMLResponse)
@@ -83,25 +76,37 @@ def list_page(
 
 @router.get("/diagnoses/{job_id}", response_class=HTMLResponse)
 def detail_page(
-    request: Request, db: Db, job_id: str, feedback: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
+    request: Request, db: Db, settings: Settings, job_id: str,
+    feedback: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
     retrain: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
 ) -> HTMLResponse:  # fmt: skip
-    ctx = pages.detail(db, _settings(request), job_id)
+    ctx = pages.detail(db, settings, job_id)
     if ctx is None:
         return _not_found(request, f"No diagnosis {job_id}.")
     return _page(request, "detail.html", ctx | {"thanks": feedback, "retrain": retrain})
 
 
 @router.post("/diagnoses/{job_id}/feedback", response_class=HTMLResponse)
-async def feedback_form(request: Request, job_id: str) -> Response:
+async def feedback_form(
+    request: Request, job_id: str, settings: Settings, database: DatabaseDep, queue: QueueDep
+) -> Response:
     """The detail page's feedback form: stored as the API stores it, then back to the page (303)."""
     form = {k: v for k, v in (await request.form()).multi_items() if isinstance(v, str)}
-    return await run_in_threadpool(_give_feedback, request, job_id, form)
+    return await run_in_threadpool(_give_feedback, request, job_id, form, _Parts(settings, database, queue))
 
 
-def _give_feedback(request: Request, job_id: str, form: dict[str, str]) -> Response:
-    state, settings = request.app.state, _settings(request)
-    with state.database.session() as db:
+@dataclass(frozen=True)
+class _Parts:
+    """What the forms' work (run off the event loop) needs of the application."""
+
+    settings: ServiceSettings
+    database: Database
+    queue: Queue
+
+
+def _give_feedback(request: Request, job_id: str, form: dict[str, str], parts: _Parts) -> Response:
+    settings = parts.settings
+    with parts.database.session() as db:
         try:
             if _forged(request, form):
                 raise _Forged(FORGED)
@@ -114,40 +119,43 @@ def _give_feedback(request: Request, job_id: str, form: dict[str, str]) -> Respo
             ctx = pages.detail(db, settings, job_id) or {}
             code = 403 if isinstance(e, _Forged) else 401 if isinstance(e, PermissionError) else 422
             return _page(request, "detail.html", ctx | {"feedback_error": pages.form_error(e), "form": form}, code)
-        opened = retraining.after_feedback(db, settings, state.queue, state.database)
+        opened = retraining.after_feedback(db, settings, parts.queue)
     query = {"feedback": row.id} | ({"retrain": opened.id} if opened else {})
     return RedirectResponse(f"/diagnoses/{job_id}?{urlencode(query)}#feedback", status_code=303)
 
 
 @router.get("/diagnoses/{job_id}/charts/{k}.png")
-def chart_png(request: Request, db: Db, job_id: str, k: Annotated[int, PathParam(ge=0, le=MAX_INT)]) -> Response:
-    png = pages.chart_png(db, _settings(request), job_id, k)
+def chart_png(
+    request: Request, db: Db, settings: Settings, job_id: str, k: Annotated[int, PathParam(ge=0, le=MAX_INT)]
+) -> Response:
+    png = pages.chart_png(db, settings, job_id, k)
     if png is None:
         return _not_found(request, f"No chart {k} for diagnosis {job_id}.")
     return Response(png, media_type="image/png")
 
 
-def _model_ctx(request: Request, db: Session) -> dict[str, Any]:
-    s = _settings(request)
-    ctx = pages.model(_model_info(request), retraining.list_retrains(db, 20).items)
-    return ctx | {"need_key": bool(s.api_keys), "min_feedback": s.retrain_min_feedback}
+def _model_ctx(settings: ServiceSettings, info: dict[str, Any], db: Session) -> dict[str, Any]:
+    ctx = pages.model(info, retraining.list_retrains(db, 20).items)
+    return ctx | {"need_key": bool(settings.api_keys), "min_feedback": settings.retrain_min_feedback}
 
 
 @router.get("/model", response_class=HTMLResponse)
-def model_page(request: Request, db: Db) -> HTMLResponse:
-    return _page(request, "model.html", _model_ctx(request, db))
+def model_page(request: Request, db: Db, settings: Settings, holder: Holder) -> HTMLResponse:
+    return _page(request, "model.html", _model_ctx(settings, holder.current_model_info(), db))
 
 
 @router.post("/model/retrains", response_class=HTMLResponse)
-async def retrain_form(request: Request) -> Response:
+async def retrain_form(
+    request: Request, settings: Settings, database: DatabaseDep, queue: QueueDep, holder: Holder
+) -> Response:
     """The model page's "retrain now" form."""
     form = {k: v for k, v in (await request.form()).multi_items() if isinstance(v, str)}
-    return await run_in_threadpool(_retrain_now, request, form)
+    return await run_in_threadpool(_retrain_now, request, form, _Parts(settings, database, queue), holder)
 
 
-def _retrain_now(request: Request, form: dict[str, str]) -> Response:
-    state, settings = request.app.state, _settings(request)
-    with state.database.session() as db:
+def _retrain_now(request: Request, form: dict[str, str], parts: _Parts, holder: ModelHolder) -> Response:
+    settings = parts.settings
+    with parts.database.session() as db:
         error, code = None, 200
         if _forged(request, form):
             error, code = FORGED, 403
@@ -156,12 +164,13 @@ def _retrain_now(request: Request, form: dict[str, str]) -> Response:
         elif (opened := retraining.open_retrain(db, settings, "demand", form.get("requested_by") or None)) is None:
             error, code = "A retrain is already queued or running.", 409
         else:
-            retraining.submit(state.queue, state.database, settings, opened.id)
+            parts.queue.submit_retrain(opened.id)
             return RedirectResponse("/model#retrains", status_code=303)
-        return _page(request, "model.html", _model_ctx(request, db) | {"retrain_error": error}, code)
+        ctx = _model_ctx(settings, holder.current_model_info(), db)
+        return _page(request, "model.html", ctx | {"retrain_error": error}, code)
 
 
 @router.get("/model/report/{name}")
-def report_image(request: Request, name: str) -> Response:
-    path = pages.report_file(_model_info(request), name)
+def report_image(request: Request, name: str, holder: Holder) -> Response:
+    path = pages.report_file(holder.current_model_info(), name)
     return FileResponse(path, media_type="image/png") if path else _not_found(request, f"No figure {name}.")

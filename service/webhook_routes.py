@@ -1,8 +1,8 @@
 """`POST /api/v1/webhooks/bugzilla` and `/github`: read the raw body (bounded), let
 service.webhooks.accept decide, queue the work, answer at once.
 
-The application provides `app.state.webhooks`, a `WebhookContext`: the tracker settings, the delivery
-ledger, and `enqueue(job)` which hands `Answer.job` to the worker queue (a Celery task calling
+The application provides a `WebhookContext` (service.deps, `app.state.webhooks`): the tracker
+settings, the delivery ledger, and `enqueue(job)` which hands `Answer.job` to the worker queue (a Celery task calling
 service.webhooks.run, or the embedded queue). When queuing fails, the delivery's claim is undone and
 the answer is 503, so the tracker's own retry is admitted rather than taken for a replay.
 """
@@ -10,26 +10,17 @@ the answer is 503, so the tracker's own retry is admitted rather than taken for 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from service.trackers import DeliveryLedger, TrackerSettings
+from service.deps import WebhookContext, Webhooks
 from service.webhooks import WEBHOOK_MAX_BODY, Source, accept
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/v1/webhooks", tags=["webhooks"])
-
-
-@dataclass
-class WebhookContext:
-    settings: TrackerSettings
-    ledger: DeliveryLedger
-    enqueue: Callable[[dict[str, Any]], None]
+__all__ = ["WebhookContext", "router"]
 
 
 async def _body(request: Request) -> bytes | None:
@@ -45,8 +36,7 @@ async def _body(request: Request) -> bytes | None:
     return bytes(got)
 
 
-async def _handle(request: Request, source: Source) -> JSONResponse:
-    ctx: WebhookContext = request.app.state.webhooks
+async def _handle(request: Request, ctx: WebhookContext, source: Source) -> JSONResponse:
     body = await _body(request)
     if body is None:
         return JSONResponse({"error": f"payload over {WEBHOOK_MAX_BODY} bytes"}, 413)
@@ -64,10 +54,10 @@ async def _handle(request: Request, source: Source) -> JSONResponse:
 
 
 @router.post("/bugzilla")
-async def bugzilla_webhook(request: Request) -> JSONResponse:
-    return await _handle(request, "bugzilla")
+async def bugzilla_webhook(request: Request, ctx: Webhooks) -> JSONResponse:
+    return await _handle(request, ctx, "bugzilla")
 
 
 @router.post("/github")
-async def github_webhook(request: Request) -> JSONResponse:
-    return await _handle(request, "github")
+async def github_webhook(request: Request, ctx: Webhooks) -> JSONResponse:
+    return await _handle(request, ctx, "github")

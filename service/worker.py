@@ -11,7 +11,8 @@ from types import FrameType
 
 from service.db import database_for
 from service.doorbell import Doorbell
-from service.jobs import Notifier, work_loop, worker_name
+from service.embedded import work_loop
+from service.jobs import Notifier, worker_name
 from service.serving import ModelHolder
 from service.webhook_work import WebhookWorker
 from vsandx.settings import ServiceSettings

@@ -13,12 +13,14 @@ import io
 import json
 import re
 from collections.abc import Iterable
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from xml.parsers import expat
 
 from pipeline.errors import LimitExceeded
-from pipeline.parse.perfdump import PerfParser
 from pipeline.parse.textio import chunks
+
+if TYPE_CHECKING:  # the parser feeds this module (PerfParser.feed_dump); only its type is needed here
+    from pipeline.parse.perfdump import PerfParser
 
 ENTITY: Final = "VsanPerfEntityMetricCSV"
 ELEMENT_COST: Final = 64  # bytes charged to an entity's budget per element: empty elements cost time too

@@ -210,7 +210,7 @@ def test_retrains_go_to_the_training_queue(tmp_path: Path, model_dir: Path) -> N
         with db.session() as s:
             opened = retraining.open_retrain(s, settings, "demand")
             assert opened is not None
-            retraining.submit(queue, db, settings, opened.id)
+            queue.submit_retrain(opened.id)
         assert rd.llen(key) == 1 and rd.llen(f"{settings.redis_key_prefix}diagnoses") == 0
     finally:
         rd.delete(key)
