@@ -1,5 +1,6 @@
 """Helpers shared by the service backend's tests: a small trained model, simulated bundles, settings
-on a fresh data folder, and waiting for a job."""
+on a fresh data folder, a real `vsandx serve`, and waiting for a job. The fixtures built on them
+(model_dir, bundles, edge_server) are in conftest.py."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def simulate_bundles(out: Path, model: Path, n: int = 2, seed: int = 42, pool: i
     return found
 
 
-def _shared(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]) -> Path:
+def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]) -> Path:
     """Built once per test run and shared by the modules (and xdist workers) that ask: made in a
     private folder, then renamed into place; a loser of the race uses the winner's."""
     base = tmp_path_factory.getbasetemp()
@@ -63,16 +64,6 @@ def _shared(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[
         except OSError:
             shutil.rmtree(work, ignore_errors=True)
     return final
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _shared(tmp_path_factory, "model", train_small_model) / "model"
-
-
-@pytest.fixture(scope="module")
-def bundles(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> list[Path]:
-    return sorted(_shared(tmp_path_factory, "bundles", lambda out: simulate_bundles(out, model_dir)).glob("lab-*.tgz"))
 
 
 def service_settings(data_dir: Path, model: Path | str | None, **kw: Any) -> ServiceSettings:
@@ -179,15 +170,6 @@ def serving(env: dict[str, str], *args: str, log: Path) -> Iterator[tuple[str, s
                 p.wait(30)
             except subprocess.TimeoutExpired:
                 stop_process(p, signal.SIGKILL)
-
-
-@pytest.fixture(scope="module")
-def edge_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """A real `vsandx serve` without workers or model, for the attacks on its HTTP edge: (URL, process)."""
-    root = tmp_path_factory.mktemp("edge-serve")
-    env = {"VSANDX_DATA_DIR": str(root / "var"), "VSANDX_WORKER_PROCESSES": "0", "VSANDX_EMBEDDED_WORKERS": "0"}
-    with serving(env, log=root / "serve.log") as (url, p):
-        yield url, p
 
 
 def answers(url: str) -> bool:

@@ -19,10 +19,8 @@ from service import store
 from service.app import create_app
 from service.limits import BodyLimit
 from tests.attacks.bounds import bounded
-from tests.service.kit import bundles, model_dir, service_settings, until
+from tests.service.kit import service_settings, until
 from vsandx.faults import LABELS
-
-__all__ = ["bundles", "model_dir"]  # fixtures
 
 
 @pytest.fixture

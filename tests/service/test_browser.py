@@ -20,9 +20,7 @@ import pytest
 
 from service.app import create_app
 from tests.conftest import require
-from tests.service.kit import bundles, model_dir, service_settings
-
-__all__ = ["bundles", "model_dir"]  # fixtures
+from tests.service.kit import service_settings
 
 # The upload page's status line, recorded across the navigation that follows (sessionStorage survives it).
 RECORD_STAGES = """

@@ -15,10 +15,8 @@ from fastapi.testclient import TestClient
 
 from service import retraining
 from service.app import create_app
-from tests.service.kit import bundles, model_dir, service_settings, until
+from tests.service.kit import service_settings, until
 from training.tracking import Tracker
-
-__all__ = ["bundles", "model_dir"]  # fixtures
 
 WARM = {"model": "cnn_small", "lr": 0.004, "depth": 2, "dropout": 0.1, "kernel_size": 5, "issue_rate": 0.5}
 

@@ -22,10 +22,9 @@ from service.app import body_limits, create_app
 from service.limits import BodyLimit, BodyLimits
 from service.webhooks import WEBHOOK_MAX_BODY
 from tests.attacks.bounds import bounded
-from tests.service.kit import edge_server, service_settings
+from tests.service.kit import service_settings
 
 CHUNK = 64 * 1024
-__all__ = ["edge_server"]  # fixture
 
 
 def test_the_route_picks_its_limit() -> None:

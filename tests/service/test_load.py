@@ -26,9 +26,7 @@ from benchmarks.bench_service import Load
 from service.db import Database
 from service.tables import Diagnosis, Job
 from tests.attacks.bounds import MAX_WALL_S, bounded_tree
-from tests.service.kit import bundles, model_dir, serving, until
-
-__all__ = ["bundles", "model_dir"]  # fixtures
+from tests.service.kit import serving, until
 
 CLIENTS = 8
 SECONDS = float(os.environ.get("VSANDX_TEST_LOAD_S", "180"))

@@ -16,9 +16,6 @@ import pytest
 
 from service.metrics import METHODS, OTHER_METHOD, UNMATCHED, labels_of
 from tests.attacks.bounds import bounded
-from tests.service.kit import edge_server
-
-__all__ = ["edge_server"]  # fixture
 
 N = 20_000
 CONNECTIONS = 4  # keep-alive connections: the server always has a request to answer

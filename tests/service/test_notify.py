@@ -24,11 +24,10 @@ from service.notify import (
 )  # fmt: skip
 from service.predictor import Predictor
 from tests.service.fakes import Received, SmtpServer, self_signed
-from tests.service.kit import bundles, model_dir  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="module")
-def report(model_dir: Path, bundles: list[Path]) -> tuple[dict[str, Any], bytes, str]:  # noqa: F811
+def report(model_dir: Path, bundles: list[Path]) -> tuple[dict[str, Any], bytes, str]:
     """A real diagnosis with findings, and the PNG of its key chart."""
     p = Predictor.load(str(model_dir))
     for b in bundles:

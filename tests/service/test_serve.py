@@ -14,9 +14,7 @@ import httpx
 import pytest
 
 from tests.attacks.bounds import bounded, bounded_tree, children
-from tests.service.kit import answers, bundles, model_dir, serving, until
-
-__all__ = ["bundles", "model_dir"]  # fixtures
+from tests.service.kit import answers, serving, until
 
 
 def test_serve_runs_api_and_workers(tmp_path: Path, model_dir: Path, bundles: list[Path]) -> None:

@@ -15,10 +15,9 @@ from fastapi.testclient import TestClient
 
 from service.app import create_app
 from service.serving import ModelHolder, ModelUnavailable
-from tests.service.kit import bundles, model_dir, service_settings
+from tests.service.kit import service_settings
 from training.tracking import ModelRef, Tracker
 
-__all__ = ["bundles", "model_dir"]  # fixtures
 NAME = "vsandx-diagnoser"
 
 

@@ -16,9 +16,7 @@ import pytest
 from service.doorbell import process_alive
 from service.supervise import WorkerPool
 from tests.attacks.bounds import bounded, bounded_tree, children
-from tests.service.kit import bundles, model_dir, serving, stall_env, until
-
-__all__ = ["bundles", "model_dir"]  # fixtures
+from tests.service.kit import serving, stall_env, until
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(120)"]
 

@@ -15,10 +15,8 @@ from service.app import create_app
 from service.tables import Diagnosis
 from service.tasks import DIAGNOSES, check_limits
 from tests.conftest import require
-from tests.service.kit import bundles, model_dir, redis_available, redis_env, start_worker, stop_process
+from tests.service.kit import redis_available, redis_env, start_worker, stop_process
 from vsandx.settings import ServiceSettings
-
-__all__ = ["bundles", "model_dir"]  # fixtures
 
 
 @pytest.fixture

@@ -29,7 +29,6 @@ from service.trackers import (
     is_bundle,
 )  # fmt: skip
 from tests.service.fakes import BzAttachment, FakeTracker, SmtpServer
-from tests.service.kit import bundles, model_dir  # noqa: F401 (fixtures)
 
 SECRET, GH_SECRET, LIMIT = "hook-secret", "gh-secret", 3_000_000
 
@@ -58,7 +57,7 @@ def bz_body(bug_id: int = 101, action: str = "create", when: datetime | None = N
 
 
 @pytest.fixture(scope="module")
-def diagnose(model_dir: Path) -> Diagnose:  # noqa: F811
+def diagnose(model_dir: Path) -> Diagnose:
     p = Predictor.load(str(model_dir))
 
     def run(name: str, data: bytes) -> tuple[str, dict[str, Any]]:
@@ -144,7 +143,7 @@ def fill_bugzilla(t: FakeTracker, bundle: Path) -> None:
     t.attachments[102] = [BzAttachment(5, bundle.name, "application/gzip", b"x")]
 
 
-def test_bugzilla_flow_comment_and_email_once(bundles: list[Path], diagnose: Diagnose) -> None:  # noqa: F811
+def test_bugzilla_flow_comment_and_email_once(bundles: list[Path], diagnose: Diagnose) -> None:
     event = bugzilla.parse_event(bz_body())
     log = MemorySentLog()
     with FakeTracker() as t, SmtpServer() as smtp:
@@ -275,7 +274,7 @@ def test_github_relevance_and_links() -> None:
     ]
 
 
-def test_github_flow(bundles: list[Path], diagnose: Diagnose) -> None:  # noqa: F811
+def test_github_flow(bundles: list[Path], diagnose: Diagnose) -> None:
     with FakeTracker() as t:
         t.files["lab.tgz"] = bundles[0].read_bytes()
         t.files["big.tgz"] = b"z" * (LIMIT + 1)

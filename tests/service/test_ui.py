@@ -17,11 +17,9 @@ from service import chart_store, pages, store
 from service.app import create_app
 from service.tables import Diagnosis, Job
 from tests.attacks.bounds import bounded
-from tests.service.kit import bundles, model_dir, service_settings
+from tests.service.kit import service_settings
 from training.report import CurvePoint, ModelScore, Results, write_report
 from vsandx.faults import FAULT_IDS, FAULTS
-
-__all__ = ["bundles", "model_dir"]  # fixtures
 
 
 @pytest.fixture
