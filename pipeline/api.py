@@ -62,13 +62,14 @@ def check_path(path: str | os.PathLike[str]) -> None:
         raise NotABundle(str(p), f"{comp}-compressed, but not a tar archive inside")
 
 
-def parse_bundle(source: Source, config: PipelineConfig | None = None) -> Parsed:
-    """Read and parse every source of the bundle and resolve its topology (no tensors)."""
+def parse_bundle(source: Source, config: PipelineConfig | None = None, name: str | None = None) -> Parsed:
+    """Read and parse every source of the bundle and resolve its topology (no tensors). `name`: what
+    errors call the upload (default: its path or file name)."""
     cfg = config or PipelineConfig()
     t0 = time.perf_counter()
     report = ReadReport()
-    name = _name(source)
-    records = parse_members(iter_members(source, cfg, report), name, report, cfg)
+    name = name or _name(source)
+    records = parse_members(iter_members(source, cfg, report, name), name, report, cfg)
     if not any(len(e.times) and e.metrics for e in records.perf.values()):
         raise NoPerfData(name)
     clusters = sorted({e.eid for e in records.perf.values() if e.etype == "cluster-domclient"})
@@ -81,10 +82,11 @@ def parse_bundle(source: Source, config: PipelineConfig | None = None) -> Parsed
     return Parsed(records, topo, (time.perf_counter() - t0) * 1000)
 
 
-def load_bundle(source: Source, config: PipelineConfig | None = None) -> BundleTensors:
-    """Bundle -> BundleTensors. Raises only pipeline.errors.BundleError subclasses on bad input."""
+def load_bundle(source: Source, config: PipelineConfig | None = None, name: str | None = None) -> BundleTensors:
+    """Bundle -> BundleTensors. Raises only pipeline.errors.BundleError subclasses on bad input. A path
+    is streamed from disk member by member (never read whole); `name` is what errors call it."""
     cfg = config or PipelineConfig()
-    parsed = parse_bundle(source, cfg)
+    parsed = parse_bundle(source, cfg, name)
     t1 = time.perf_counter()
     bt = tensorize(parsed.records, parsed.topology, cfg)
     bt.timing_ms = {"read_parse": parsed.read_parse_ms, "tensorize": (time.perf_counter() - t1) * 1000}

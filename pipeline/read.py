@@ -278,28 +278,32 @@ class _Reader:
 
 
 def iter_members(
-    source: Source, config: PipelineConfig | None = None, report: ReadReport | None = None
+    source: Source, config: PipelineConfig | None = None, report: ReadReport | None = None, name: str | None = None
 ) -> Iterator[Member]:
-    """Every regular file of the upload, nested archives expanded in place, within the limits."""
+    """Every regular file of the upload, nested archives expanded in place, within the limits. An
+    archive file is streamed from disk, never read whole. `name`: what errors call the upload (by
+    default its path, or the file object's name)."""
     cfg = config or PipelineConfig()
     rep = report if report is not None else ReadReport()
     if isinstance(source, bytes | bytearray):
-        rd = _Reader(cfg, "<upload>", rep)
-        yield from rd.archive(io.BytesIO(source), "<upload>")
+        label = name or "<upload>"
+        rd = _Reader(cfg, label, rep)
+        yield from rd.archive(io.BytesIO(source), label)
     elif isinstance(source, str | os.PathLike):
         p = Path(source)
-        rd = _Reader(cfg, str(p), rep)
+        label = name or str(p)
+        rd = _Reader(cfg, label, rep)
         if p.is_dir():
             yield from rd.directory(str(p))
         elif p.is_file():
             with open(p, "rb") as fh:
-                yield from rd.archive(fh, str(p))
+                yield from rd.archive(fh, label)
         else:
-            raise NotABundle(str(p), "no such file or directory")
+            raise NotABundle(label, "no such file or directory")
     else:
-        name = str(getattr(source, "name", "<upload>"))
-        rd = _Reader(cfg, name, rep)
-        yield from rd.archive(source, name)
+        label = name or str(getattr(source, "name", "<upload>"))
+        rd = _Reader(cfg, label, rep)
+        yield from rd.archive(source, label)
     rep.produced_bytes = rd.budget.produced
 
 

@@ -83,7 +83,7 @@ def execute(db: Session, settings: ServiceSettings, holder: ModelHolder, job: Jo
             return _fail(db, job_id, attempt, f"{filename}: the uploaded bytes are no longer stored (retention)")
         with _watched(settings, db, job_id, attempt, filename):
             try:
-                doc, parsed = predictor.diagnose_parsed(path, name=filename)
+                doc, parsed = predictor.diagnose_stored(path, sha, name=filename)  # streamed, not re-hashed
             except BundleError as e:
                 return _fail(db, job_id, attempt, e.for_upload(filename, path))
             except MemoryError:

@@ -8,9 +8,9 @@ for another pipeline schema is refused (models.base raises SchemaMismatch).
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -30,11 +30,29 @@ SCHEMA = "vsandx.diagnosis/1"
 __all__ = ["SCHEMA", "NoModel", "Predictor", "limit_threads"]
 
 
+CHUNK = 1 << 20  # bytes hashed at a time: an upload is never held whole
+
+
+def _hash_stream(h: Any, read: Callable[[int], bytes]) -> None:
+    while chunk := read(CHUNK):
+        h.update(chunk)
+
+
+def file_sha256(path: Path) -> str:
+    """An archive's identity, read in chunks (the service knows it already: it stored the file by it)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        _hash_stream(h, fh.read)
+    return h.hexdigest()
+
+
 def _tree_sha256(folder: Path) -> str:
     """A directory upload's identity: its files' relative paths and contents, in order."""
     h = hashlib.sha256()
     for p in sorted(q for q in folder.rglob("*") if q.is_file()):
-        h.update(p.relative_to(folder).as_posix().encode() + b"\0" + p.read_bytes())
+        h.update(p.relative_to(folder).as_posix().encode() + b"\0")
+        with open(p, "rb") as fh:
+            _hash_stream(h, fh.read)
     return h.hexdigest()
 
 
@@ -64,42 +82,52 @@ class Predictor:
     config: PipelineConfig
 
     @classmethod
-    def load(cls, uri: str | None = None, settings: Settings | None = None) -> Predictor:
-        """The model `uri` names (training.tracking.fetch_model), or the registry's champion."""
+    def load(
+        cls, uri: str | None = None, settings: Settings | None = None, config: PipelineConfig | None = None
+    ) -> Predictor:
+        """The model `uri` names (training.tracking.fetch_model), or the registry's champion; it reads
+        bundles with `config` (default: resolved from the VSANDX_PIPELINE_* settings, once, here)."""
         s = settings or get_settings()
         got = fetch_model(uri, s.data_dir, s.mlflow_tracking_uri, s.registered_model)
         model = load_model(got.folder)
         limit_threads(s.model_threads)
-        return cls(model, model.name if got.ref is None else got.name, got.version, PipelineConfig.from_settings())
+        cfg = config or PipelineConfig.from_settings()
+        return cls(model, model.name if got.ref is None else got.name, got.version, cfg)
 
     def diagnose(self, source: str | os.PathLike[str] | bytes | BinaryIO, name: str | None = None) -> dict[str, Any]:
         """Diagnose an upload (bytes, an open file, an archive path or a bundle directory); `name` is
-        what error messages call it (the file name by default)."""
+        what error messages call it (the file name by default). A path is hashed and read in chunks."""
         t0 = time.perf_counter()
-        upload: Path | io.BytesIO
-        if isinstance(source, str | os.PathLike) and Path(source).is_dir():
-            upload = Path(source)
-            sha = _tree_sha256(upload)
-        else:
-            if isinstance(source, str | os.PathLike):
-                data, name = Path(source).read_bytes(), name or str(source)
-            else:
-                data = source if isinstance(source, bytes) else source.read()
-            sha = hashlib.sha256(data).hexdigest()
-            upload = io.BytesIO(data)
-            upload.name = name or "<upload>"  # errors quote it
-        t1 = time.perf_counter()
-        bt = load_bundle(upload, self.config)
-        t2 = time.perf_counter()
-        doc = self.document(bt, sha)
-        t3 = time.perf_counter()
-        doc["timing_ms"] = {
-            "read": 1e3 * (t1 - t0),
-            "parse": 1e3 * (t2 - t1),
-            "predict": 1e3 * (t3 - t2),
-            "total": 1e3 * (t3 - t0),
-        }
+        if isinstance(source, str | os.PathLike):
+            path = Path(source)
+            sha = _tree_sha256(path) if path.is_dir() else file_sha256(path)
+            doc, _ = self._diagnose(path, sha, name or str(source), t0)
+            return doc
+        if not isinstance(source, bytes):
+            source = source.read()  # an open file: callers hand small ones (tests, evaluate)
+        doc, _ = self._diagnose(source, hashlib.sha256(source).hexdigest(), name or "<upload>", t0)
         return doc
+
+    def diagnose_stored(
+        self, path: str | os.PathLike[str], sha256: str, name: str | None = None
+    ) -> tuple[dict[str, Any], BundleTensors]:
+        """`diagnose` of a stored upload, which travels as (path, sha256): the archive (or bundle
+        directory) is streamed from disk by the pipeline's reader, never read whole nor hashed again.
+        Hands back the parsed bundle as well, so that what is drawn from it (the charts) needs no
+        second read."""
+        return self._diagnose(Path(path), sha256, name or str(path), time.perf_counter())
+
+    def _diagnose(
+        self, source: Path | bytes, sha256: str, name: str, t0: float
+    ) -> tuple[dict[str, Any], BundleTensors]:
+        t1 = time.perf_counter()
+        bt = load_bundle(source, self.config, name)
+        t2 = time.perf_counter()
+        doc = self.document(bt, sha256)
+        t3 = time.perf_counter()
+        doc["timing_ms"] = {"read": 1e3 * (t1 - t0), "parse": 1e3 * (t2 - t1), "predict": 1e3 * (t3 - t2),
+                            "total": 1e3 * (t3 - t0)}  # fmt: skip
+        return doc, bt
 
     def document(self, bt: BundleTensors, sha256: str) -> dict[str, Any]:
         (probs,) = self.model.predict_proba([bt])
@@ -135,28 +163,3 @@ class Predictor:
             "model": {"name": self.name, "version": self.version},
             "timing_ms": {},
         }
-
-    # --- charts: the diagnosis and its parse (service.jobs draws a diagnosis's charts from the same read)
-    def diagnose_parsed(
-        self, path: str | os.PathLike[str], name: str | None = None
-    ) -> tuple[dict[str, Any], BundleTensors]:
-        """`diagnose` of a stored upload (an archive path or a bundle directory), handing back the parsed
-        bundle as well, so that what is drawn from it needs no second read."""
-        t0 = time.perf_counter()
-        upload: Path | io.BytesIO
-        if Path(path).is_dir():
-            upload = Path(path)
-            sha = _tree_sha256(upload)
-        else:
-            data = Path(path).read_bytes()
-            sha = hashlib.sha256(data).hexdigest()
-            upload = io.BytesIO(data)
-            upload.name = name or str(path)  # errors quote it
-        t1 = time.perf_counter()
-        bt = load_bundle(upload, self.config)
-        t2 = time.perf_counter()
-        doc = self.document(bt, sha)
-        t3 = time.perf_counter()
-        doc["timing_ms"] = {"read": 1e3 * (t1 - t0), "parse": 1e3 * (t2 - t1), "predict": 1e3 * (t3 - t2),
-                            "total": 1e3 * (t3 - t0)}  # fmt: skip
-        return doc, bt

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from pipeline.config import PipelineConfig
 from pipeline.errors import BundleError
 from service.bugzilla import BugEvent, BugzillaClient, pick_bundles
 from service.bugzilla import is_relevant as bug_relevant
@@ -53,12 +54,15 @@ class Outcome:
     mail_errors: list[str] = field(default_factory=list)
 
 
-def bundle_chart(data: bytes, doc: Mapping[str, Any]) -> tuple[bytes, str] | None:
-    """The key chart drawn from the bundle's bytes (parsed again: the worker holds no parsed copy)."""
+def bundle_chart(data: bytes, doc: Mapping[str, Any], config: PipelineConfig | None = None) -> tuple[bytes, str] | None:
+    """The key chart drawn from the bundle's bytes, read with `config`: the configuration the diagnosis
+    was made with (the service's, resolved once; default: from the VSANDX_PIPELINE_* settings), so the
+    chart shows the grid the verdict saw. The service draws charts from the diagnosis's own parse
+    (service.chart_store); this is the fallback for a diagnosis stored without them, and for tests."""
     from pipeline.api import load_bundle
 
     try:
-        return key_chart_png(load_bundle(data), doc)
+        return key_chart_png(load_bundle(data, config or PipelineConfig.from_settings()), doc)
     except BundleError:
         return None
 

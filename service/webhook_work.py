@@ -129,7 +129,7 @@ class WebhookWorker:
         except ModelUnavailable as e:
             raise Transient(f"no model to serve: {e}") from e
         with self.database.session() as db:
-            sha256, clean = store_upload(db, self.settings, io.BytesIO(data), name)
+            sha256, clean = store_upload(db, self.settings, io.BytesIO(data), name, self.holder.config)
             job_id = str(uuid.uuid5(JOB_NAMESPACE, f"{sha256}\0{model.name}\0{model.version}"))
             store.ensure_job(db, job_id, sha256, clean)
             return job_id, self._result(db, job_id)
@@ -140,7 +140,7 @@ class WebhookWorker:
         key = chart_store.key_of(doc)
         stored = chart_store.load(self.settings, key) if key else None
         if key is None or stored is None:
-            return bundle_chart(data, doc)
+            return bundle_chart(data, doc, self.holder.config)
         png = chart_store.png(self.settings, key, 0) if stored else None
         return (png, stored[0].title) if png else None
 

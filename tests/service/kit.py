@@ -89,7 +89,7 @@ import os, time
 marker = os.environ.get("VSANDX_TEST_STALL")
 if marker:
     from service.predictor import Predictor
-    original = Predictor.diagnose_parsed  # what service.jobs.execute calls
+    original = Predictor.diagnose_stored  # what service.jobs.execute calls
     def stalling(self, *a, **k):
         try:
             fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -97,7 +97,7 @@ if marker:
             return original(self, *a, **k)
         os.write(fd, str(os.getpid()).encode()); os.close(fd)
         time.sleep(120)
-    Predictor.diagnose_parsed = stalling
+    Predictor.diagnose_stored = stalling
 """
 WORKER = (
     STALL

@@ -7,12 +7,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi.testclient import TestClient
 
-from service import chart_store
+from pipeline.config import PipelineConfig
+from pipeline.tensors import BundleTensors
+from service import chart_store, tracker_flow
+from service.app import create_app
 from service.charts import Chart
+from service.predictor import Predictor
+from service.webhook_work import WebhookWorker
 from tests.service.kit import service_settings
 from tests.service.test_charts import _hostile_chart
-from vsandx.settings import ServiceSettings
+from vsandx.settings import ServiceSettings, get_pipeline_settings
 
 DOC: dict[str, Any] = {"bundle": {"sha256": "ab" * 32}, "model": {"name": "logreg", "version": "3"},
                        "findings": [{"component": "disk:x", "fault": "disk.latency"}]}  # fmt: skip
@@ -75,3 +81,48 @@ def test_drawing_never_fails_the_diagnosis(settings: ServiceSettings, monkeypatc
     chart_store.folder_of(settings, key).mkdir(parents=True)
     (chart_store.folder_of(settings, key) / chart_store.MANIFEST).write_text("{not json")
     assert chart_store.load(settings, key) is None
+
+
+def test_a_pipeline_setting_reaches_the_verdict_and_the_charts_alike(
+    tmp_path: Path, model_dir: Path, bundles: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """VSANDX_PIPELINE_GRID_STEPS, resolved once by the service, is the grid of the parse the verdict is
+    computed on, of the charts stored with it (that very parse, not a second one) and of a tracker
+    report's chart drawn from the bundle's bytes."""
+    steps = 64
+    assert PipelineConfig().grid_steps != steps
+    seen: dict[str, BundleTensors] = {}
+    document, charts_for = Predictor.document, chart_store.charts_for
+
+    def verdict(self: Predictor, bt: BundleTensors, sha256: str) -> dict[str, Any]:
+        seen["verdict"] = bt
+        return document(self, bt, sha256)
+
+    def charts(bt: BundleTensors, doc: dict[str, Any]) -> list[Chart]:
+        seen["charts"] = bt
+        return charts_for(bt, doc)
+
+    def tracker_chart(bt: BundleTensors, doc: object) -> None:
+        seen["tracker"] = bt
+
+    monkeypatch.setattr(Predictor, "document", verdict)
+    monkeypatch.setattr(chart_store, "charts_for", charts)
+    monkeypatch.setattr(tracker_flow, "key_chart_png", tracker_chart)
+    monkeypatch.setenv("VSANDX_PIPELINE_GRID_STEPS", str(steps))
+    get_pipeline_settings.cache_clear()
+    try:
+        settings = service_settings(tmp_path / "var", model_dir)
+        with TestClient(create_app(settings)) as c:
+            data = bundles[0].read_bytes()
+            r = c.post("/api/v1/diagnoses?wait=true", files={"bundle": ("a.tgz", data)})
+            assert r.status_code == 201, r.text
+            doc = r.json()["diagnosis"]
+            state: Any = c.app.state  # type: ignore[attr-defined]
+            # a report for a diagnosis stored without charts: its key chart is drawn from the bytes
+            WebhookWorker(state.database, settings, state.holder).key_chart(data, {"findings": doc["findings"]})
+    finally:
+        get_pipeline_settings.cache_clear()
+    assert seen["verdict"] is seen["charts"] and steps == seen["verdict"].T
+    assert steps == seen["tracker"].T
+    key = chart_store.key_of(doc)
+    assert key is not None and chart_store.load(settings, key)

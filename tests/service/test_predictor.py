@@ -88,3 +88,32 @@ def test_evaluate_reports_the_interface_fields(model_dir: Path, bundles: Path,
     assert 0 <= doc["exact_match"] <= doc["component_accuracy"] <= 1
     assert main(["evaluate", str(bundles), "--json", "--model", str(model_dir)]) == 0
     assert json.loads(capsys.readouterr().out)["bundles"] == 4
+
+
+def test_a_stored_bundle_is_streamed_not_read_whole_nor_hashed_again(
+    model_dir: Path, bundles: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service's bundle travels as (path, sha256): the predictor streams the file through the
+    pipeline's reader (no Path.read_bytes, no second sha256), and errors name the upload, not the path."""
+    import hashlib
+
+    from pipeline.errors import BundleError
+
+    bundle = sorted(bundles.glob("lab-*.tgz"))[0]
+    sha = hashlib.sha256(bundle.read_bytes()).hexdigest()
+    p = Predictor.load(str(model_dir))
+    whole = p.diagnose(bundle)  # a path from the command line is hashed in chunks, then streamed
+
+    def refuse(*a: object, **k: object) -> None:
+        raise AssertionError("a stored bundle was read whole or hashed again")
+
+    bad = tmp_path / "stored"
+    bad.write_bytes(b"\x1f\x8b" + b"not really gzip" * 10)
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    monkeypatch.setattr(hashlib, "sha256", refuse)
+    doc, bt = p.diagnose_stored(bundle, sha, name="a.tgz")
+    assert doc["bundle"]["sha256"] == sha == whole["bundle"]["sha256"] and doc["components"] == whole["components"]
+    assert len(bt.hosts) == 4
+    with pytest.raises(BundleError) as e:
+        p.diagnose_stored(bad, "0" * 64, name="upload.tgz")
+    assert e.value.for_upload("upload.tgz", bad).startswith("upload.tgz: ") and str(bad) not in str(e.value)
