@@ -56,8 +56,9 @@ def _status_mb(key: str) -> float:
 
 
 def padded_bundle(plain: bytes, out: Path, mb: int) -> Path:
-    """`plain` (a .tgz) with members of random bytes added until the .tgz is `mb` MB: nothing a parser
-    sniffs as a source, so the reader streams past them (the budgets and ratio checks still count them)."""
+    """`plain` (a .tgz) behind members of random bytes that make the .tgz `mb` MB: nothing a parser
+    sniffs as a source, so the reader streams past them (the budgets and ratio checks still count them)
+    to the bundle's own files, which come last."""
     import io
     import tarfile
 
@@ -65,8 +66,6 @@ def padded_bundle(plain: bytes, out: Path, mb: int) -> Path:
     left = mb * 1_000_000 - len(plain)
     with tarfile.open(fileobj=io.BytesIO(plain), mode="r:gz") as src, tarfile.open(out, "w:gz", compresslevel=1) as dst:
         members = src.getmembers()
-        for info in members:
-            dst.addfile(info, src.extractfile(info) if info.isfile() else None)
         top = members[0].name.split("/")[0]
         k = 0
         while left > 0:  # random bytes do not compress: the .tgz grows by what is added
@@ -75,6 +74,8 @@ def padded_bundle(plain: bytes, out: Path, mb: int) -> Path:
             dst.addfile(pad, io.BytesIO(os.urandom(pad.size)))
             left -= pad.size + 512
             k += 1
+        for info in members:
+            dst.addfile(info, src.extractfile(info) if info.isfile() else None)
     return out
 
 
