@@ -19,7 +19,8 @@ class ReadReport:
     skipped: list[str] = field(default_factory=list)  # "path (why)", first MAX_SKIPPED_LISTED
     n_skipped: int = 0
     warnings: list[str] = field(default_factory=list)
-    produced_bytes: int = 0
+    produced_bytes: int = 0  # uncompressed bytes read or skipped through (set when reading ends, by a limit too)
+    headers: int = 0  # members seen, of every type, nested archives' included (the max_members count)
 
     def skip(self, path: str, why: str) -> None:
         self.n_skipped += 1

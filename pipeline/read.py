@@ -287,24 +287,27 @@ def iter_members(
     rep = report if report is not None else ReadReport()
     if isinstance(source, bytes | bytearray):
         label = name or "<upload>"
-        rd = _Reader(cfg, label, rep)
-        yield from rd.archive(io.BytesIO(source), label)
     elif isinstance(source, str | os.PathLike):
-        p = Path(source)
-        label = name or str(p)
-        rd = _Reader(cfg, label, rep)
-        if p.is_dir():
-            yield from rd.directory(str(p))
-        elif p.is_file():
-            with open(p, "rb") as fh:
-                yield from rd.archive(fh, label)
-        else:
-            raise NotABundle(label, "no such file or directory")
+        label = name or str(Path(source))
     else:
         label = name or str(getattr(source, "name", "<upload>"))
-        rd = _Reader(cfg, label, rep)
-        yield from rd.archive(source, label)
-    rep.produced_bytes = rd.budget.produced
+    rd = _Reader(cfg, label, rep)
+    try:
+        if isinstance(source, bytes | bytearray):
+            yield from rd.archive(io.BytesIO(source), label)
+        elif isinstance(source, str | os.PathLike):
+            p = Path(source)
+            if p.is_dir():
+                yield from rd.directory(str(p))
+            elif p.is_file():
+                with open(p, "rb") as fh:
+                    yield from rd.archive(fh, label)
+            else:
+                raise NotABundle(label, "no such file or directory")
+        else:
+            yield from rd.archive(source, label)
+    finally:  # the work done, also when a limit ended it
+        rep.produced_bytes, rep.headers = rd.budget.produced, rd.budget.members
 
 
 __all__ = ["Member", "ReadReport", "iter_members", "safe_name"]
