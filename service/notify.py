@@ -28,13 +28,16 @@ from email.headerregistry import Address
 from email.message import EmailMessage
 from email.utils import format_datetime, getaddresses
 from pathlib import Path
-from typing import Annotated, Any, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol
 from urllib.parse import quote
 
 from pydantic import SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from service.digest import clean, headline, html_report, text_report
+
+if TYPE_CHECKING:
+    from pipeline.tensors import BundleTensors
 
 log = logging.getLogger(__name__)
 
@@ -289,7 +292,7 @@ def send_report(
     return SendResult(mid, True, [a for a in addrs if a not in bounced], refused)
 
 
-def key_chart_png(bundle: Any, doc: Mapping[str, Any]) -> tuple[bytes, str] | None:
+def key_chart_png(bundle: BundleTensors, doc: Mapping[str, Any]) -> tuple[bytes, str] | None:
     """(PNG, title) of the first finding's chart, drawn from the parsed bundle (pipeline BundleTensors);
     None when there is no finding or no data."""
     from service.chart_render import chart_png
