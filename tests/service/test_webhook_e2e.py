@@ -7,7 +7,6 @@ embedded queue; replays, redeliveries and retries send nothing twice."""
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Iterator
 from email.message import EmailMessage
 from pathlib import Path
@@ -124,10 +123,10 @@ def test_bugzilla_through_redis_and_a_celery_worker(
     try:
         with TestClient(create_app(settings_of(env), integ)) as c:
             body = bz_body(bug_id=101)
-            t0 = time.monotonic()
             r = c.post(BZ, content=body, headers=OK)
+            # queued, not done in the request: answered before any comment or mail (the worker makes them)
             assert r.status_code == 200 and r.json()["status"] == "queued", r.text
-            assert time.monotonic() - t0 < 5.0  # queued, not done in the request
+            assert not tracker.comments and not smtp.received
             until(lambda: tracker.comments and smtp.received, timeout=120)
             ((bug, text),) = tracker.comments
             did = link_id(text)
