@@ -19,9 +19,11 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import create_engine, text
 
 from data.simulate.runner import simulate_many
 from models.registry import create_model
+from tests.conftest import require
 from training.datasets import DatasetSpec, build, load_dataset
 from vsandx.settings import ServiceSettings
 
@@ -194,3 +196,35 @@ def redis_env(tag: str) -> dict[str, str]:
         "VSANDX_BROKER_URL": f"redis://127.0.0.1:6379/{1 + os.getpid() % 15}",
         "VSANDX_REDIS_KEY_PREFIX": f"vsandx-test-{tag}-{uuid.uuid4().hex[:8]}:",
     }
+
+
+PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+
+
+def _pg_available() -> bool:
+    try:
+        with create_engine(PG, connect_args={"connect_timeout": 2}).connect() as c:
+            c.execute(text("SELECT 1"))
+        return True
+    except Exception:
+        return False
+
+
+@contextmanager
+def pg_schema() -> Iterator[str]:
+    """A URL on the real local PostgreSQL whose tables live in a fresh schema, dropped afterwards (one
+    schema per test: parallel runs never collide)."""
+    require("PostgreSQL at 127.0.0.1:5432 (database test)", _pg_available(), "start it: pg_ctlcluster 15 main start")
+    schema = f"vsx_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(PG)
+    with admin.begin() as c:
+        c.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield f"{PG}?options=-csearch_path%3D{schema}"
+    finally:
+        from service.db import database_for
+
+        database_for.cache_clear()  # no pooled connection may hold the schema
+        with admin.begin() as c:
+            c.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()

@@ -237,7 +237,7 @@ def test_health_readiness_metrics_and_docs(client: TestClient, bundles: list[Pat
 
 
 def test_the_service_on_postgresql(tmp_path: Path, model_dir: Path, bundles: list[Path]) -> None:
-    from tests.service.test_store import pg_schema
+    from tests.service.kit import pg_schema
 
     with pg_schema() as url:
         settings = service_settings(tmp_path / "var", model_dir, database_url=url)

@@ -22,12 +22,9 @@ from service.schemas import FeedbackIn
 from service.tables import Feedback, RetrainDecision, utcnow
 from tests.conftest import require
 from tests.service.kit import redis_available, redis_env, service_settings, until
-from tests.service.test_store import database
 from vsandx.components import kind_of
 from vsandx.faults import faults_for_kind
 from vsandx.settings import ServiceSettings
-
-__all__ = ["database"]  # fixture
 
 
 @pytest.fixture

@@ -8,68 +8,20 @@ import os
 import socket
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from service import store
 from service.db import Database
 from service.jobs import recover_orphans
 from service.tables import Base, Bundle, Job, utcnow
-from tests.conftest import require
 from vsandx.settings import ServiceSettings
-
-PG = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
-
-
-def _pg_available() -> bool:
-    try:
-        with create_engine(PG, connect_args={"connect_timeout": 2}).connect() as c:
-            c.execute(text("SELECT 1"))
-        return True
-    except Exception:
-        return False
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
-    if request.param == "sqlite":
-        db = Database(f"sqlite:///{tmp_path / 'vsandx.db'}")
-        yield db
-        db.dispose()
-        return
-    with pg_schema() as url:
-        db = Database(url)
-        yield db
-        db.dispose()
-
-
-@contextmanager
-def pg_schema() -> Iterator[str]:
-    """A URL on the real local PostgreSQL whose tables live in a fresh schema, dropped afterwards (one
-    schema per test: parallel runs never collide)."""
-    require("PostgreSQL at 127.0.0.1:5432 (database test)", _pg_available(), "start it: pg_ctlcluster 15 main start")
-    schema = f"vsx_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(PG)
-    with admin.begin() as c:
-        c.execute(text(f"CREATE SCHEMA {schema}"))
-    try:
-        yield f"{PG}?options=-csearch_path%3D{schema}"
-    finally:
-        from service.db import database_for
-
-        database_for.cache_clear()  # no pooled connection may hold the schema
-        with admin.begin() as c:
-            c.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
 
 
 @pytest.fixture
