@@ -8,7 +8,7 @@ from types import ModuleType
 
 import pytest
 
-from tests.pipeline.pipeline_fixtures import build_bundle, tgz_bytes, write_dir, write_tgz, write_vcenter_zip
+from tests.pipeline.pipeline_fixtures import build_bundle, write_dir, write_tgz, write_vcenter_zip
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -60,6 +60,3 @@ def real() -> Path:
     if not REAL.is_dir():
         pytest.skip(f"real samples not found at {REAL} (shared/samples/real is outside the repo)")
     return REAL
-
-
-__all__ = ["build_bundle", "tgz_bytes", "write_dir", "write_tgz", "write_vcenter_zip"]
