@@ -3,6 +3,7 @@ structure checked before decompression; streamed parsers equal to their whole-fi
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import re
@@ -11,16 +12,18 @@ import tarfile
 import time
 import zipfile
 from collections.abc import Callable, Iterator
+from functools import lru_cache
 from types import ModuleType
 
 import numpy as np
 import pytest
 
+from data.simulate.archive import tar_bytes
+from data.simulate.generate import simulate_bundle
 from pipeline import PipelineConfig, load_bundle
 from pipeline.errors import CorruptArchive, LimitExceeded
 from pipeline.parse import bundle, cmmds, esxcli, esxtop, logs, perfdump, perfstream, textio
 from pipeline.read import ReadReport, iter_members
-from tests.pipeline.pipeline_fixtures import build_bundle, tgz_bytes
 
 MiB = 1024 * 1024
 SI = "2026-03-02 10:00:00,2026-03-02 10:00:20,2026-03-02 10:00:40"
@@ -39,9 +42,20 @@ class Trickle(io.RawIOBase):
         return self._b.read(self._n)
 
 
-def _small(**over: int) -> dict[str, bytes]:
-    files, _ = build_bundle(n_hosts=2, hours=0.5, interval=60, n_vms=2, esxtop_rows=5)
-    return files
+@lru_cache(maxsize=1)
+def _simulated() -> dict[str, bytes]:
+    """A healthy 4-host lab bundle from the simulator, the one writer of bundles (labels.json left out)."""
+    files = simulate_bundle("lab", seed=3, index=0, issue_rate=0.0).files
+    return {k: v for k, v in files.items() if k != "labels.json"}
+
+
+def _small() -> dict[str, bytes]:
+    """A copy of the simulated bundle's files, to edit."""
+    return dict(_simulated())
+
+
+def tgz_bytes(files: dict[str, bytes]) -> bytes:
+    return gzip.compress(tar_bytes(files), compresslevel=1)
 
 
 def _top(files: dict[str, bytes]) -> str:
@@ -160,8 +174,7 @@ def test_cmmds_stream_equals_whole_at_every_boundary() -> None:
 
 
 def test_perf_dump_stream_equals_lines() -> None:
-    files, _ = build_bundle(n_hosts=2, hours=0.5, interval=60, n_vms=2)
-    dump = next(d for p, d in files.items() if "perf_stats_with_dump" in p)
+    dump = next(d for p, d in _simulated().items() if "perf_stats_with_dump" in p)
     a = perfdump.PerfParser()
     a.feed_dump(iter(dump.split(b"\n")), "d")
     b = perfdump.PerfParser()
