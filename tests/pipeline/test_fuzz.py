@@ -14,10 +14,10 @@ from functools import lru_cache
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from data.simulate.generate import simulate_bundle
 from pipeline import BundleError, PipelineConfig, load_bundle
 from pipeline.parse.bundle import parse_members
 from pipeline.read import ReadReport, iter_members
-from tests.pipeline.pipeline_fixtures import build_bundle
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Small limits so that a mutation which inflates a size field fails fast instead of reading far.
@@ -26,7 +26,9 @@ CFG = PipelineConfig(max_members=2000, max_member_bytes=8 << 20, max_total_bytes
 
 @lru_cache(maxsize=1)
 def _files() -> dict[str, bytes]:
-    return build_bundle(n_hosts=2, hours=0.25, interval=20, seed=11, esxtop_rows=8)[0]
+    """A 4-host lab bundle from the simulator (labels.json left out: the pipeline never reads it)."""
+    files = simulate_bundle("lab", seed=11, index=0).files
+    return {k: v for k, v in files.items() if k != "labels.json"}
 
 
 def _tar(files: dict[str, bytes], mode: str = "w:") -> bytes:
