@@ -68,6 +68,12 @@ def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callab
     return final
 
 
+def settings_of(env: dict[str, str], **kw: object) -> ServiceSettings:
+    """The settings a process started with `env` (VSANDX_* variables) reads, `kw` over them."""
+    fields = {k.removeprefix("VSANDX_").lower(): v for k, v in env.items()}
+    return ServiceSettings.model_validate(fields | kw)
+
+
 def service_settings(data_dir: Path, model: Path | str | None, **kw: Any) -> ServiceSettings:
     return ServiceSettings(data_dir=data_dir, model_uri=str(model) if model else None, **kw)
 

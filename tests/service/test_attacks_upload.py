@@ -30,8 +30,7 @@ from fastapi.testclient import TestClient
 from service.app import create_app
 from tests.attacks.bounds import MiB, Watch, bounded, proc_status
 from tests.attacks.corpus import CASES, SLOW, Case
-from tests.service.kit import start_worker, stop_process, until
-from tests.service.test_tasks import settings_of
+from tests.service.kit import settings_of, start_worker, stop_process, until
 
 HANG_S = 120.0  # stop waiting here; the bound (20 s) is asserted with the figure
 

@@ -28,8 +28,7 @@ from service.tables import Diagnosis
 from service.tasks import DIAGNOSES
 from tests.attacks.bounds import bounded, bounded_tree
 from tests.conftest import require
-from tests.service.kit import redis_available, redis_env, start_worker, stop_process, until
-from tests.service.test_tasks import settings_of
+from tests.service.kit import redis_available, redis_env, settings_of, start_worker, stop_process, until
 
 
 @pytest.mark.slow

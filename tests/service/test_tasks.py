@@ -15,7 +15,7 @@ from service.app import create_app
 from service.tables import Diagnosis
 from service.tasks import DIAGNOSES, check_limits
 from tests.conftest import require
-from tests.service.kit import redis_available, redis_env, start_worker, stop_process
+from tests.service.kit import redis_available, redis_env, settings_of, start_worker, stop_process
 from vsandx.settings import ServiceSettings
 
 
@@ -23,11 +23,6 @@ from vsandx.settings import ServiceSettings
 def celery_env(tmp_path: Path, model_dir: Path) -> dict[str, str]:
     require("Redis at 127.0.0.1:6379", redis_available(), "start it: redis-server --daemonize yes")
     return {"VSANDX_DATA_DIR": str(tmp_path / "var"), "VSANDX_MODEL_URI": str(model_dir), **redis_env("tasks")}
-
-
-def settings_of(env: dict[str, str], **kw: object) -> ServiceSettings:
-    fields = {k.removeprefix("VSANDX_").lower(): v for k, v in env.items()}
-    return ServiceSettings.model_validate(fields | kw)
 
 
 @pytest.fixture

@@ -22,11 +22,18 @@ from service.tables import Job
 from service.tasks import DIAGNOSES
 from service.webhook_work import KIND, Integrations
 from tests.conftest import require
+from tests.service.deliveries import LIMIT, SECRET, bz_body, fill_bugzilla, gh_body, gh_headers, tsettings
 from tests.service.fakes import FakeTracker, SmtpServer
-from tests.service.kit import redis_available, redis_env, service_settings, start_worker, stop_process, until
+from tests.service.kit import (
+    redis_available,
+    redis_env,
+    service_settings,
+    settings_of,
+    start_worker,
+    stop_process,
+    until,
+)
 from tests.service.test_notify import settings as notify_settings
-from tests.service.test_tasks import settings_of
-from tests.service.test_trackers import LIMIT, SECRET, bz_body, fill_bugzilla, gh_body, gh_headers, tsettings
 
 BZ, GH = "/api/v1/webhooks/bugzilla", "/api/v1/webhooks/github"
 OK = {"X-Vsandx-Webhook-Secret": SECRET}

@@ -22,9 +22,9 @@ from service.tables import Job, WebhookDelivery
 from service.webhook_work import KIND, Integrations
 from service.webhooks import WEBHOOK_MAX_BODY
 from tests.attacks.bounds import bounded
+from tests.service.deliveries import SECRET, bz_body, gh_body, gh_headers, tsettings
 from tests.service.fakes import free_port
 from tests.service.kit import service_settings
-from tests.service.test_trackers import SECRET, bz_body, gh_body, gh_headers, tsettings
 
 BZ, GH = "/api/v1/webhooks/bugzilla", "/api/v1/webhooks/github"
 OK = {"X-Vsandx-Webhook-Secret": SECRET}
