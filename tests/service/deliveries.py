@@ -1,6 +1,7 @@
 """Tracker deliveries for the tests: the trackers' settings against a local fake, Bugzilla and GitHub
-webhook bodies and signatures, a fake Bugzilla filled with a bug and its attachments. Shared by the
-tracker, webhook-route and end-to-end webhook tests."""
+webhook bodies and signatures, a fake Bugzilla filled with a bug and its attachments, and the mail
+settings for the local SMTP server. Shared by the tracker, mail, webhook-route and end-to-end webhook
+tests."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from service.notify import NotifySettings
 from service.trackers import TrackerSettings
 from tests.service.fakes import BzAttachment, FakeTracker
 
@@ -68,3 +70,13 @@ def gh_body(action: str = "opened", labels: tuple[str, ...] = ("vsan-performance
     if label:
         payload["label"] = {"name": label}
     return json.dumps(payload).encode()
+
+
+def mail_settings(port: int, **kw: Any) -> NotifySettings:
+    """SMTP to the local test server on `port`, every field given (a developer's .env must not count)."""
+    base: dict[str, Any] = dict(smtp_host="127.0.0.1", smtp_port=port, smtp_starttls=False, smtp_timeout_s=5,
+                                mail_from="vsandx <vsandx@diag.example>", team_emails=["team@perf.example",
+                                "Ops Lead <lead@perf.example>"], public_url="https://vsandx.example/")  # fmt: skip
+    # every field that matters is given: a developer's .env or VSANDX_* variables must not change the test
+    base.update(smtp_ssl=False, smtp_ca_file=None, smtp_user=None, smtp_password=None, smtp_allow_plain_auth=False)
+    return NotifySettings(_env_file=None, **{**base, **kw})  # type: ignore[call-arg]

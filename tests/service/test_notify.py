@@ -23,6 +23,7 @@ from service.notify import (
     send_report,
 )  # fmt: skip
 from service.predictor import Predictor
+from tests.service.deliveries import mail_settings
 from tests.service.fakes import Received, SmtpServer, self_signed
 
 
@@ -39,15 +40,6 @@ def report(model_dir: Path, bundles: list[Path]) -> tuple[dict[str, Any], bytes,
     raise AssertionError("no simulated bundle got a finding from the test model")
 
 
-def settings(port: int, **kw: Any) -> NotifySettings:
-    base: dict[str, Any] = dict(smtp_host="127.0.0.1", smtp_port=port, smtp_starttls=False, smtp_timeout_s=5,
-                                mail_from="vsandx <vsandx@diag.example>", team_emails=["team@perf.example",
-                                "Ops Lead <lead@perf.example>"], public_url="https://vsandx.example/")  # fmt: skip
-    # every field that matters is given: a developer's .env or VSANDX_* variables must not change the test
-    base.update(smtp_ssl=False, smtp_ca_file=None, smtp_user=None, smtp_password=None, smtp_allow_plain_auth=False)
-    return NotifySettings(_env_file=None, **{**base, **kw})  # type: ignore[call-arg]
-
-
 def only(server: SmtpServer) -> Received:
     assert len(server.received) == 1, server.received
     return server.received[0]
@@ -57,7 +49,7 @@ def test_report_structure_chart_and_link(report: tuple[dict[str, Any], bytes, st
     doc, png, title = report
     with SmtpServer() as server:
         res = send_report(doc, diagnosis_id="job-42", reporter="Reporter <rep@bugs.example>",
-                          settings=settings(server.port), sent_log=MemorySentLog(), chart_png=png,
+                          settings=mail_settings(server.port), sent_log=MemorySentLog(), chart_png=png,
                           chart_title=title, context="Bug 7: slow VMs")  # fmt: skip
         got = only(server)
     assert res.sent and res.to == ["rep@bugs.example", "team@perf.example", "lead@perf.example"]
@@ -87,7 +79,7 @@ def test_tracker_data_cannot_inject_headers_or_recipients(report: tuple[dict[str
     doc = report[0]
     with SmtpServer() as server:
         res = send_report(doc, diagnosis_id="job-1\r\nX-Evil: 1", reporter="a@b.c\r\nBcc: evil@x.example",
-                          settings=settings(server.port), sent_log=MemorySentLog(),
+                          settings=mail_settings(server.port), sent_log=MemorySentLog(),
                           context="Bug 9: urgent\r\nBcc: evil2@x.example\nX-Injected: yes")  # fmt: skip
         got = only(server)
     assert any("reporter" in r and "control characters" in r for r in res.refused)
@@ -127,7 +119,7 @@ def test_message_id_is_deterministic() -> None:
 def test_second_send_is_skipped(report: tuple[dict[str, Any], bytes, str]) -> None:
     log = MemorySentLog()
     with SmtpServer() as server:
-        s = settings(server.port)
+        s = mail_settings(server.port)
         first = send_report(report[0], diagnosis_id="job-7", reporter="r@x.org", settings=s, sent_log=log)
         again = send_report(report[0], diagnosis_id="job-7", reporter="r@x.org", settings=s, sent_log=log)
         other = send_report(report[0], diagnosis_id="job-7", reporter="r@x.org", settings=s, sent_log=log,
@@ -141,12 +133,12 @@ def test_starttls_required_but_not_offered_fails_without_sending(report: tuple[d
     log = MemorySentLog()
     with SmtpServer() as server:
         with pytest.raises(MailError, match="does not offer STARTTLS") as e:
-            send_report(report[0], diagnosis_id="j", reporter=None, settings=settings(server.port, smtp_starttls=True),
-                        sent_log=log)  # fmt: skip
+            send_report(report[0], diagnosis_id="j", reporter=None,
+                        settings=mail_settings(server.port, smtp_starttls=True), sent_log=log)  # fmt: skip
         assert not e.value.transient and server.received == []
     # nothing recorded as sent: the retry after fixing the server sends it
     with SmtpServer() as server:
-        assert send_report(report[0], diagnosis_id="j", reporter=None, settings=settings(server.port),
+        assert send_report(report[0], diagnosis_id="j", reporter=None, settings=mail_settings(server.port),
                            sent_log=log).sent  # fmt: skip
 
 
@@ -156,20 +148,20 @@ def test_starttls_verified_and_login(tmp_path: Path, report: tuple[dict[str, Any
         # the system store does not trust a self-signed certificate: refused, nothing sent
         with pytest.raises(MailError, match="certificate not trusted"):
             send_report(report[0], diagnosis_id="j", reporter=None, sent_log=MemorySentLog(),
-                        settings=settings(server.port, smtp_starttls=True))  # fmt: skip
+                        settings=mail_settings(server.port, smtp_starttls=True))  # fmt: skip
         assert server.received == []
-        s = settings(server.port, smtp_starttls=True, smtp_ca_file=cert, smtp_user="svc", smtp_password="s3cret")
+        s = mail_settings(server.port, smtp_starttls=True, smtp_ca_file=cert, smtp_user="svc", smtp_password="s3cret")
         assert send_report(report[0], diagnosis_id="j", reporter=None, settings=s, sent_log=MemorySentLog()).sent
         got = only(server)
         assert got.tls and got.login == "svc"
-        bad = settings(server.port, smtp_starttls=True, smtp_ca_file=cert, smtp_user="svc", smtp_password="nope")
+        bad = mail_settings(server.port, smtp_starttls=True, smtp_ca_file=cert, smtp_user="svc", smtp_password="nope")
         with pytest.raises(MailError, match="535"):
             send_report(report[0], diagnosis_id="k", reporter=None, settings=bad, sent_log=MemorySentLog())
 
 
 def test_password_never_sent_in_clear(report: tuple[dict[str, Any], bytes, str]) -> None:
     with SmtpServer() as server:
-        s = settings(server.port, smtp_user="svc", smtp_password="pw")
+        s = mail_settings(server.port, smtp_user="svc", smtp_password="pw")
         with pytest.raises(MailError, match="without TLS"):
             send_report(report[0], diagnosis_id="j", reporter=None, settings=s, sent_log=MemorySentLog())
         assert server.received == []
@@ -179,7 +171,7 @@ def test_unreachable_server_is_transient(report: tuple[dict[str, Any], bytes, st
     from tests.service.fakes import free_port
 
     with pytest.raises(MailError, match=r"127\.0\.0\.1") as e:
-        send_report(report[0], diagnosis_id="j", reporter=None, settings=settings(free_port()),
+        send_report(report[0], diagnosis_id="j", reporter=None, settings=mail_settings(free_port()),
                     sent_log=MemorySentLog())  # fmt: skip
     assert e.value.transient
 

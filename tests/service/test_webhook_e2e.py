@@ -22,7 +22,16 @@ from service.tables import Job
 from service.tasks import DIAGNOSES
 from service.webhook_work import KIND, Integrations
 from tests.conftest import require
-from tests.service.deliveries import LIMIT, SECRET, bz_body, fill_bugzilla, gh_body, gh_headers, tsettings
+from tests.service.deliveries import (
+    LIMIT,
+    SECRET,
+    bz_body,
+    fill_bugzilla,
+    gh_body,
+    gh_headers,
+    mail_settings,
+    tsettings,
+)
 from tests.service.fakes import FakeTracker, SmtpServer
 from tests.service.kit import (
     redis_available,
@@ -33,12 +42,11 @@ from tests.service.kit import (
     stop_process,
     until,
 )
-from tests.service.test_notify import settings as notify_settings
 
 BZ, GH = "/api/v1/webhooks/bugzilla", "/api/v1/webhooks/github"
 OK = {"X-Vsandx-Webhook-Secret": SECRET}
 PUBLIC = "https://vsandx.example"
-TEAM = ["team@perf.example", "lead@perf.example"]  # notify_settings' team list
+TEAM = ["team@perf.example", "lead@perf.example"]  # mail_settings' team list
 
 
 def link_id(text: str) -> str:
@@ -126,7 +134,7 @@ def test_bugzilla_through_redis_and_a_celery_worker(
            "VSANDX_PUBLIC_URL": PUBLIC}  # fmt: skip
     log = tmp_path / "worker.log"
     worker = start_worker(env, "--queues", DIAGNOSES, "--concurrency", "1", log=log)
-    integ = Integrations(tsettings(tracker.url), notify_settings(smtp.port, public_url=PUBLIC))
+    integ = Integrations(tsettings(tracker.url), mail_settings(smtp.port, public_url=PUBLIC))
     try:
         with TestClient(create_app(settings_of(env), integ)) as c:
             body = bz_body(bug_id=101)
@@ -169,7 +177,7 @@ def test_github_on_the_embedded_queue(
     tmp_path: Path, model_dir: Path, bundles: list[Path], tracker: FakeTracker, smtp: SmtpServer
 ) -> None:
     tracker.files["lab.tgz"] = bundles[0].read_bytes()
-    integ = Integrations(tsettings(tracker.url), notify_settings(smtp.port, public_url=PUBLIC))
+    integ = Integrations(tsettings(tracker.url), mail_settings(smtp.port, public_url=PUBLIC))
     with embedded(tmp_path, model_dir, integ) as c:
         raw = gh_body(body=f"Slow VMs since Monday. Bundle: [lab.tgz]({tracker.url}/files/lab.tgz)")
         r = c.post(GH, content=raw, headers=gh_headers(raw, delivery="e2e-1"))
@@ -199,7 +207,7 @@ def test_a_transient_mail_failure_is_retried_without_a_second_comment(
 ) -> None:
     fill_bugzilla(tracker, bundles[0])
     smtp = SmtpServer()  # its port is chosen, nothing listens there yet: connection refused
-    integ = Integrations(tsettings(tracker.url), notify_settings(smtp.port, public_url=PUBLIC))
+    integ = Integrations(tsettings(tracker.url), mail_settings(smtp.port, public_url=PUBLIC))
     with embedded(tmp_path, model_dir, integ) as c:
         assert c.post(BZ, content=bz_body(bug_id=101), headers=OK).json()["status"] == "queued"
         (job,) = until(lambda: (j := webhook_jobs(c)) and j[0].error and j, timeout=90)
@@ -217,7 +225,7 @@ def test_unwatched_bug_and_bad_credentials(
     tmp_path: Path, model_dir: Path, bundles: list[Path], tracker: FakeTracker, smtp: SmtpServer
 ) -> None:
     fill_bugzilla(tracker, bundles[0])
-    integ = Integrations(tsettings(tracker.url), notify_settings(smtp.port, public_url=PUBLIC))
+    integ = Integrations(tsettings(tracker.url), mail_settings(smtp.port, public_url=PUBLIC))
     with embedded(tmp_path / "a", model_dir, integ) as c:
         # bug 102 is a Firefox bug: the payload only names it; the worker reads it and leaves it alone
         assert c.post(BZ, content=bz_body(bug_id=102), headers=OK).json()["status"] == "queued"
