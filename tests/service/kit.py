@@ -4,6 +4,7 @@ on a fresh data folder, a real `vsandx serve`, and waiting for a job. The fixtur
 
 from __future__ import annotations
 
+import io
 import os
 import shutil
 import signal
@@ -23,8 +24,12 @@ from sqlalchemy import create_engine, text
 
 from data.simulate.runner import simulate_many
 from models.registry import create_model
+from service import store
+from service.charts import Chart, Panel
+from service.onset import Onset
 from tests.conftest import require
 from training.datasets import DatasetSpec, build, load_dataset
+from vsandx.components import kind_of
 from vsandx.settings import ServiceSettings
 
 
@@ -234,3 +239,36 @@ def pg_schema() -> Iterator[str]:
         with admin.begin() as c:
             c.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
+
+
+def diagnosis_doc(sha: str) -> dict[str, Any]:
+    """A finished diagnosis document of four components, one of them faulty."""
+    comps = [("cluster", "none"), ("host:h1", "none"), ("nic:h1/vmnic1", "net.packet_loss"), ("disk:h1/naa.1", "none")]
+    return {
+        "schema": "vsandx.diagnosis/1",
+        "bundle": {"sha256": sha},
+        "model": {"name": "m", "version": "1"},
+        "components": [{"id": i, "kind": kind_of(i), "verdict": v, "confidence": 0.9} for i, v in comps],
+        "findings": [{"fault": "net.packet_loss", "component": "nic:h1/vmnic1"}],
+    }
+
+
+def done_job(db: Any, settings: ServiceSettings, payload: bytes) -> str:
+    """A done diagnosis job of the bytes `payload` (stored as an upload), its document diagnosis_doc's."""
+    spooled, sha, size = store.spool_upload(settings, io.BytesIO(payload), 1 << 20)
+    store.keep_bundle(db, settings, spooled, sha, size, "b.tgz")
+    job = store.create_job(db, sha, "b.tgz")
+    claimed = store.claim_job(db, "w", 60, 3, job_id=job.id)
+    assert claimed is not None
+    store.complete_job(db, job.id, 1, store.record_diagnosis(db, sha, diagnosis_doc(sha)).id)
+    return job.id
+
+
+def hostile_chart() -> Chart:
+    """A chart whose names carry HTML and script from a bundle, with one panel of many peers, one of few."""
+    nasty = '<script>alert("x")</script>&'
+    subject = [None if i % 17 == 0 else float(i % 7) for i in range(60)]
+    peers = [[float((i + k) % 5) for i in range(60)] for k in range(8)]  # > 6 peers: drawn as a band
+    panel = Panel(f"latency {nasty}", "disk.latencyDevDAvg", "ms", nasty, subject, "disks of the same tier", peers)
+    few = Panel("rx", "pnic.rxThroughput", "MB/s", "vmnic1", subject, "other uplinks", peers[:3], 6.0, "1 Gb/s")
+    return Chart(f"disk:{nasty}", "disk.latency", 1_700_000_000, 20, [panel, few], Onset(30, False))

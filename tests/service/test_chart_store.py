@@ -16,8 +16,7 @@ from service.app import create_app
 from service.charts import Chart
 from service.predictor import Predictor
 from service.webhook_work import WebhookWorker
-from tests.service.kit import service_settings
-from tests.service.test_charts import _hostile_chart
+from tests.service.kit import hostile_chart, service_settings
 from vsandx.settings import ServiceSettings, get_pipeline_settings
 
 DOC: dict[str, Any] = {"bundle": {"sha256": "ab" * 32}, "model": {"name": "logreg", "version": "3"},
@@ -36,7 +35,7 @@ def test_keys() -> None:
 
 
 def test_draw_store_and_read_back(settings: ServiceSettings, monkeypatch: pytest.MonkeyPatch) -> None:
-    hostile = _hostile_chart()
+    hostile = hostile_chart()
     many = [hostile] * (chart_store.MAX_CHARTS + 3)
     monkeypatch.setattr(chart_store, "charts_for", lambda bt, doc: many)
     assert chart_store.draw(settings, DOC, object()) == chart_store.MAX_CHARTS  # type: ignore[arg-type]
@@ -57,7 +56,7 @@ def test_draw_store_and_read_back(settings: ServiceSettings, monkeypatch: pytest
 
 
 def test_a_second_drawing_keeps_the_first(settings: ServiceSettings, monkeypatch: pytest.MonkeyPatch) -> None:
-    one, two = _hostile_chart(), _hostile_chart()
+    one, two = hostile_chart(), hostile_chart()
     two.component = "disk:second"
     monkeypatch.setattr(chart_store, "charts_for", lambda bt, doc: [one])
     chart_store.draw(settings, DOC, object())  # type: ignore[arg-type]

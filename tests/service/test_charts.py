@@ -17,9 +17,10 @@ from data.simulate.generate import simulate_bundle
 from pipeline.api import load_bundle
 from pipeline.tensors import BundleTensors
 from service.chart_render import chart_png, chart_svgs, nice_ticks, time_ticks
-from service.charts import SPECS, Chart, Panel, chart_for, charts_for, peers_of
+from service.charts import SPECS, chart_for, charts_for, peers_of
 from service.onset import Onset, estimate_onset
 from tests.attacks.bounds import bounded
+from tests.service.kit import hostile_chart
 from vsandx.faults import FAULT_IDS, FAULTS
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -126,17 +127,8 @@ def test_charts_follow_the_findings(by_fault: dict[str, tuple[BundleTensors, dic
     assert charts_for(bt, {"findings": []}) == []
 
 
-def _hostile_chart() -> Chart:
-    nasty = '<script>alert("x")</script>&'
-    subject = [None if i % 17 == 0 else float(i % 7) for i in range(60)]
-    peers = [[float((i + k) % 5) for i in range(60)] for k in range(8)]  # > 6 peers: drawn as a band
-    panel = Panel(f"latency {nasty}", "disk.latencyDevDAvg", "ms", nasty, subject, "disks of the same tier", peers)
-    few = Panel("rx", "pnic.rxThroughput", "MB/s", "vmnic1", subject, "other uplinks", peers[:3], 6.0, "1 Gb/s")
-    return Chart(f"disk:{nasty}", "disk.latency", 1_700_000_000, 20, [panel, few], Onset(30, False))
-
-
 def test_svg_stands_alone_and_escapes_bundle_text() -> None:
-    svgs = chart_svgs(_hostile_chart(), "c0")
+    svgs = chart_svgs(hostile_chart(), "c0")
     assert len(svgs) == 2
     for k, s in enumerate(svgs):
         assert "<script" not in s and "&lt;script&gt;" in s
@@ -159,7 +151,7 @@ def test_svg_stands_alone_and_escapes_bundle_text() -> None:
 
 
 def test_png_for_reports() -> None:
-    png = chart_png(_hostile_chart())
+    png = chart_png(hostile_chart())
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
 
 
@@ -181,7 +173,7 @@ def test_png_draws_mathtext_and_tex_in_names_as_text(name: str, monkeypatch: pyt
         original(self, renderer)
 
     monkeypatch.setattr(Text, "draw", record)
-    chart = _hostile_chart()
+    chart = hostile_chart()
     chart.panels[1].subject_label = chart.panels[1].peer_label = chart.panels[0].subject_label = name
     chart.component = f"disk:{name}"
     with bounded(f"a chart PNG of {name!r}"):

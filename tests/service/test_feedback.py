@@ -5,7 +5,6 @@ and the pages (the detail page's form, the model page's decisions)."""
 
 from __future__ import annotations
 
-import io
 import re
 from collections.abc import Iterator
 from datetime import timedelta
@@ -21,8 +20,7 @@ from service.db import Database
 from service.schemas import FeedbackIn
 from service.tables import Feedback, RetrainDecision, utcnow
 from tests.conftest import require
-from tests.service.kit import redis_available, redis_env, service_settings, until
-from vsandx.components import kind_of
+from tests.service.kit import done_job, redis_available, redis_env, service_settings, until
 from vsandx.faults import faults_for_kind
 from vsandx.settings import ServiceSettings
 
@@ -107,31 +105,10 @@ def test_unfinished_diagnosis_and_api_keys(tmp_path: Path, model_dir: Path, bund
         assert c.get("/api/v1/model/retrains").status_code == 200  # reading is open
 
 
-def _doc(sha: str) -> dict[str, Any]:
-    comps = [("cluster", "none"), ("host:h1", "none"), ("nic:h1/vmnic1", "net.packet_loss"), ("disk:h1/naa.1", "none")]
-    return {
-        "schema": "vsandx.diagnosis/1",
-        "bundle": {"sha256": sha},
-        "model": {"name": "m", "version": "1"},
-        "components": [{"id": i, "kind": kind_of(i), "verdict": v, "confidence": 0.9} for i, v in comps],
-        "findings": [{"fault": "net.packet_loss", "component": "nic:h1/vmnic1"}],
-    }
-
-
-def _done_job(db: Any, settings: ServiceSettings, payload: bytes) -> str:
-    spooled, sha, size = store.spool_upload(settings, io.BytesIO(payload), 1 << 20)
-    store.keep_bundle(db, settings, spooled, sha, size, "b.tgz")
-    job = store.create_job(db, sha, "b.tgz")
-    claimed = store.claim_job(db, "w", 60, 3, job_id=job.id)
-    assert claimed is not None
-    store.complete_job(db, job.id, 1, store.record_diagnosis(db, sha, _doc(sha)).id)
-    return job.id
-
-
 def test_store_claims_feedback_once(database: Database, tmp_path: Path) -> None:
     settings = ServiceSettings(data_dir=tmp_path / "var", retrain_min_feedback=2, retention_days=7)
     with database.session() as db:
-        jobs = [_done_job(db, settings, f"bundle {i}".encode()) for i in range(3)]
+        jobs = [done_job(db, settings, f"bundle {i}".encode()) for i in range(3)]
         fb = feedback.record_feedback(db, jobs[0], FeedbackIn(author="a", labels={"nic:h1/vmnic1": "none"}))
         assert fb.labels == {"cluster": "none", "host:h1": "none", "nic:h1/vmnic1": "none", "disk:h1/naa.1": "none"}
         assert retraining.maybe_trigger(db, settings) is None  # 1 < 2

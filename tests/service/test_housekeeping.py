@@ -20,8 +20,7 @@ from service.schemas import FeedbackIn
 from service.tables import Bundle, RetrainDecision, utcnow
 from tests.attacks.bounds import bounded
 from tests.conftest import REPO, require
-from tests.service.kit import redis_available, redis_env, start_worker, stop_process, until
-from tests.service.test_feedback import _done_job
+from tests.service.kit import done_job, redis_available, redis_env, start_worker, stop_process, until
 from vsandx.settings import ServiceSettings
 
 
@@ -70,7 +69,7 @@ def test_purges_expired_bundles_and_queues_a_retrain_once(tmp_path: Path) -> Non
     settings = ServiceSettings(data_dir=tmp_path / "var", retention_days=7, retrain_min_feedback=2)
     database = Database(settings.sqlalchemy_url)
     with database.session() as db:
-        jobs = [_done_job(db, settings, f"bundle {i}".encode()) for i in range(3)]
+        jobs = [done_job(db, settings, f"bundle {i}".encode()) for i in range(3)]
     shas = [hashlib.sha256(f"bundle {i}".encode()).hexdigest() for i in range(3)]
     _age(database, shas[2], days=30)
     queue = _Queue()
@@ -96,7 +95,7 @@ def test_beat_schedules_housekeeping_for_a_celery_worker(tmp_path: Path) -> None
     settings = ServiceSettings.model_validate({k.removeprefix("VSANDX_").lower(): v for k, v in env.items()})
     database = Database(settings.sqlalchemy_url)
     with database.session() as db:
-        _done_job(db, settings, b"an old upload")
+        done_job(db, settings, b"an old upload")
     sha = hashlib.sha256(b"an old upload").hexdigest()
     _age(database, sha, days=30)
     worker = start_worker(env, "--queues", "diagnoses", "--concurrency", "1", log=tmp_path / "worker.log")
