@@ -24,6 +24,7 @@ from typing import Any
 
 from models.base import Diagnoser, SchemaMismatch, load_model
 from models.metrics import component_accuracy, exact_match
+from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, load_dataset
 from training.run import (
@@ -172,8 +173,9 @@ def retrain(
     out = root / "runs" / f"retrain-{stamp}-{time.time_ns() % 10**6:06d}"
     specs = dataset_specs(cfg)
     fb_train, fb_judge, seen = split_feedback(feedback, holdout)
-    Xt, yt = load_dataset(build(specs["test"], root, workers=settings.sim_workers, progress=progress))
-    Xf, yf = load_dataset(build_labelled(fb_judge, root)) if fb_judge else ([], [])
+    pipe = PipelineConfig.from_settings()  # resolved once, as the service reads bundles
+    Xt, yt = load_dataset(build(specs["test"], root, pipe, workers=settings.sim_workers, progress=progress))
+    Xf, yf = load_dataset(build_labelled(fb_judge, root, pipe)) if fb_judge else ([], [])
     tracker = Tracker(root, settings.mlflow_tracking_uri, settings.mlflow_experiment)
     champ, champ_model = _load_champion(settings)
     warm = champion_configs(tracker, champ, champ_model, cfg)
@@ -186,10 +188,11 @@ def retrain(
         "champion_version": champ.version if champ else None,
         "warm_start": len(warm),
     }
-    config = {"preset": asdict(cfg), "test": asdict(specs["test"]), "warm_start": warm, "holdout": holdout}
+    config = {"preset": asdict(cfg), "test": asdict(specs["test"]), "warm_start": warm, "holdout": holdout,
+              "pipeline_config": asdict(pipe)}  # fmt: skip
     with tracker.run(f"retrain-{stamp}", params, config=config, tags={KIND_TAG: "retrain", **(tags or {})}) as run:
         if candidate is None:
-            candidate = _sweep_candidate(run, cfg, specs, fb_train, warm, tracker, out, settings, progress)
+            candidate = _sweep_candidate(run, cfg, specs, fb_train, warm, tracker, out, settings, pipe, progress)
         cand_field, cand_fb = score(candidate, Xt, yt), score(candidate, Xf, yf)
         champ_field = score(champ_model, Xt, yt) if champ_model else None
         champ_fb = score(champ_model, Xf, yf) if champ_model else None
@@ -240,13 +243,14 @@ def _sweep_candidate(
     tracker: Tracker,
     out: Path,
     settings: Settings,
+    pipe: PipelineConfig,
     progress: bool,
 ) -> Diagnoser:
     """The served ensemble (top-k CNNs and the priors) of a sweep over the training sets plus the feedback
     bundles (weighted)."""
     root = settings.data_dir.resolve()
-    folders = build_sets({k: specs[k] for k in ("val", *TRAINING_SETS) if k in specs}, settings, progress)
-    feedback = [(build_labelled(fb_train, root), settings.retrain_feedback_weight)] if fb_train else []
+    folders = build_sets({k: specs[k] for k in ("val", *TRAINING_SETS) if k in specs}, settings, pipe, progress)
+    feedback = [(build_labelled(fb_train, root, pipe), settings.retrain_feedback_weight)] if fb_train else []
     parts = training_sources(folders) + feedback
     val = folders["val"]
     _, ranked = sweep_and_rank(cfg, training_folder(parts, root), val, warm, tracker, out, settings, progress)

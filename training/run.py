@@ -26,6 +26,7 @@ from models.base import Diagnoser, SchemaMismatch, load_model
 from models.ensemble import EnsembleDiagnoser
 from models.metrics import component_accuracy, exact_match, per_fault
 from models.registry import create_model
+from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
 from training.datasets import DatasetSpec, build, combine, load_dataset
 from training.fitting import fit_and_score, is_faulty, mix_issue_rate, select_members
@@ -210,10 +211,13 @@ def served_ensemble(
     return EnsembleDiagnoser.of([*members, *priors], [1.0 / k] * k + [cfg.prior_weight] * len(priors))
 
 
-def build_sets(specs: dict[str, DatasetSpec], settings: Settings, progress: bool = True) -> dict[str, Path]:
-    """Every dataset of `specs` built, or found in the cache."""
+def build_sets(
+    specs: dict[str, DatasetSpec], settings: Settings, pipe: PipelineConfig, progress: bool = True
+) -> dict[str, Path]:
+    """Every dataset of `specs` built with the pipeline configuration the service reads with, or found in
+    the cache (its key covers that configuration)."""
     root = settings.data_dir.resolve()
-    return {k: build(s, root, workers=settings.sim_workers, progress=progress) for k, s in specs.items()}
+    return {k: build(s, root, pipe, workers=settings.sim_workers, progress=progress) for k, s in specs.items()}
 
 
 def training_sources(folders: dict[str, Path]) -> list[tuple[Path, int]]:
@@ -224,7 +228,8 @@ def training_sources(folders: dict[str, Path]) -> list[tuple[Path, int]]:
 def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) -> Trained:
     root = settings.data_dir.resolve()
     sets = dataset_specs(cfg)
-    folders = build_sets(sets, settings, progress)
+    pipe = PipelineConfig.from_settings()  # resolved once: the datasets are read as the service will read
+    folders = build_sets(sets, settings, pipe, progress)
     folders["train"] = training_folder(training_sources(folders), root)
     X, y = load_dataset(folders["train"])
     Xv, yv = load_dataset(folders["val"])
@@ -232,7 +237,7 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
     tracker = Tracker(root, settings.mlflow_tracking_uri, settings.mlflow_experiment)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = root / "runs" / stamp
-    resolved = {**asdict(cfg), **{k: asdict(s) for k, s in sets.items()}}
+    resolved = {**asdict(cfg), **{k: asdict(s) for k, s in sets.items()}, "pipeline_config": asdict(pipe)}
     warm = _warm_start(root)
     with tracker.run(f"train-{stamp}", {"preset": resolved}, config=resolved) as parent:
         trials, ranked = sweep_and_rank(cfg, folders["train"], folders["val"], warm, tracker, out, settings, progress)

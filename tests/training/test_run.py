@@ -85,3 +85,28 @@ def test_training_set_is_lab_plus_varied_never_the_field_sets(trained: tuple[Set
     assert [(p["profile"], p["n"]) for p in parts] == [("lab", cfg.lab), ("field", cfg.varied)]
     assert len(list(mix.glob("*.npz"))) == cfg.lab + cfg.varied
     assert f"({cfg.lab} lab + {cfg.varied} varied)" in done.report.read_text()
+
+
+def test_datasets_are_built_with_the_services_pipeline_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A VSANDX_PIPELINE_* setting reaches the training datasets as it reaches the served verdict: a model
+    is trained on tensors read the way the service will read the bundles it diagnoses."""
+    from dataclasses import asdict
+
+    from pipeline.config import PipelineConfig
+    from training.datasets import DatasetSpec, describe, load_dataset
+    from training.run import build_sets
+    from vsandx.settings import get_pipeline_settings
+
+    monkeypatch.setenv("VSANDX_PIPELINE_GRID_STEPS", "64")
+    get_pipeline_settings.cache_clear()
+    try:
+        pipe = PipelineConfig.from_settings()
+    finally:
+        get_pipeline_settings.cache_clear()
+    settings = Settings(data_dir=tmp_path, sim_workers=1)
+    folders = build_sets({"train": DatasetSpec("lab", 2, seed=5)}, settings, pipe, progress=False)
+    assert describe(folders["train"])["pipeline_config"] == asdict(pipe)
+    X, _ = load_dataset(folders["train"])
+    assert {bt.kinds["host"].values.shape[-1] for bt in X} == {64}  # the default grid is 180 steps
