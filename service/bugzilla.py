@@ -8,18 +8,18 @@ the work beyond naming a bug id.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hmac
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, BinaryIO
 
 import httpx
 
+from service.attachments import NotTheAnswer, capped_chunks, json_b64_field, reader
 from service.trackers import (
     BadPayload,
     Delivery,
@@ -27,7 +27,6 @@ from service.trackers import (
     TrackerHTTPError,
     TrackerSettings,
     Unauthorized,
-    capped_get,
     client,
     delivery_key,
     header,
@@ -224,22 +223,35 @@ class BugzillaClient:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise TrackerHTTPError(f"{what}: unexpected answer ({type(e).__name__}: {e})", transient=False) from e
 
-    def download(self, a: Attachment) -> bytes:
-        """The attachment's bytes (base64 `data`), refused before any transfer when its recorded size is
-        over the limit, and cut off when the answer grows past what that size allows."""
+    @contextmanager
+    def open(self, a: Attachment) -> Iterator[BinaryIO]:
+        """The attachment's bytes as a stream, decoded from the answer's base64 `data` as it arrives:
+        refused before any transfer when its recorded size is over the limit, cut off (the connection
+        dropped) as soon as the answer or its data grows past what that size allows. Reading raises
+        TooLarge / TrackerHTTPError naming the attachment."""
         limit = self.settings.tracker_max_attachment_bytes
         if a.size is None or a.size > limit:
             raise TooLarge(f"Bugzilla attachment {a.id} ({a.file_name}): size {a.size} over the {limit} byte limit")
-        what = f"Bugzilla GET attachment {a.id}"
-        raw = capped_get(self.http, f"/bug/attachment/{a.id}", a.size * 4 // 3 + 65536, what,
-                         params={"include_fields": "id,data"})  # fmt: skip
-        try:
-            data = base64.b64decode(json.loads(raw)["attachments"][str(a.id)]["data"], validate=True)
-        except (ValueError, KeyError, TypeError, binascii.Error) as e:
-            raise TrackerHTTPError(f"{what}: unexpected answer ({type(e).__name__}: {e})", transient=False) from e
-        if len(data) != a.size:
-            raise TrackerHTTPError(f"{what}: {len(data)} bytes where the metadata said {a.size}", transient=False)
-        return data
+        what, size = f"Bugzilla GET attachment {a.id} ({a.file_name})", a.size
+        cap = size * 4 // 3 + 65536  # base64 and the JSON around it
+        with capped_chunks(self.http, f"/bug/attachment/{a.id}", cap, what, f"{what}: answer over {cap} bytes",
+                           params={"include_fields": "id,data"}) as chunks:  # fmt: skip
+
+            def data() -> Iterator[bytes]:
+                got = 0
+                try:
+                    for piece in json_b64_field(chunks, ("attachments", str(a.id), "data")):
+                        got += len(piece)
+                        if got > size:
+                            raise TrackerHTTPError(f"{what}: more than {size} bytes where the metadata said {size}",
+                                                   transient=False)  # fmt: skip
+                        yield piece
+                except NotTheAnswer as e:
+                    raise TrackerHTTPError(f"{what}: unexpected answer ({e})", transient=False) from e
+                if got != size:
+                    raise TrackerHTTPError(f"{what}: {got} bytes where the metadata said {size}", transient=False)
+
+            yield reader(data())
 
     def comment(self, bug_id: int, text: str) -> int:
         """Post a comment as plain text (`is_markdown` off: Bugzilla 5.2 and BMO render Markdown only when

@@ -1,5 +1,5 @@
 """GitHub issues: the webhook (`issues` events, X-Hub-Signature-256), bundle links in the issue body,
-size-checked downloads, and the comment back.
+size-checked, streamed downloads, and the comment back.
 
 Files attached to an issue are links in its body (github.com/user-attachments/files/…, or
 github.com/<owner>/<repo>/files/…) that redirect to objects.githubusercontent.com. Only links to
@@ -13,15 +13,17 @@ import hashlib
 import hmac
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
-from typing import Any
+from typing import Any, BinaryIO
 from urllib.parse import unquote, urlsplit
 
 import httpx
 
+from service.attachments import capped_chunks, reader
 from service.trackers import (
     BadPayload,
     Delivery,
@@ -29,7 +31,6 @@ from service.trackers import (
     TrackerHTTPError,
     TrackerSettings,
     Unauthorized,
-    capped_get,
     client,
     header,
     is_bundle,
@@ -185,14 +186,18 @@ class GitHubClient:
         length = r.headers.get("content-length")
         return int(length) if length and length.isdigit() else None
 
-    def download(self, link: Link) -> bytes:
-        """Size-checked by HEAD first (refused over the limit or when unknown), then cut off if the body
-        grows past the size announced."""
+    @contextmanager
+    def open(self, link: Link) -> Iterator[BinaryIO]:
+        """The linked file as a stream: size-checked by HEAD first (refused over the limit or when
+        unknown), then cut off (the connection dropped) as soon as the body grows past the size announced.
+        Reading raises TooLarge / TrackerHTTPError naming the link."""
         limit = self.settings.tracker_max_attachment_bytes
         size = self.size(link)
         if size is None or size > limit:
             raise TooLarge(f"{link.name} ({link.url}): size {size} unknown or over the {limit} byte limit")
-        return capped_get(self.files, link.url, size, f"GET {link.url}")
+        refusal = f"{link.name} ({link.url}): more than the {size} bytes announced (limit {limit})"
+        with capped_chunks(self.files, link.url, size, f"GET {link.url}", refusal) as chunks:
+            yield reader(chunks)
 
     def comment(self, repo: str, number: int, text: str) -> int:
         if not _REPO.fullmatch(repo):

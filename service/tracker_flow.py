@@ -2,9 +2,11 @@
 decide relevance, download its bundles (size-checked first), diagnose each, comment back once and email
 the reporter and the team once per diagnosis. Runs in a worker, never in the webhook request.
 
-The caller supplies `diagnose(file_name, bundle_bytes) -> (diagnosis_id, document)`: the service
-stores the bundle and runs (or reuses) its diagnosis; tests pass a Predictor. A bundle that cannot be
-read raises `BundleError` or `ValueError` there and is reported, not retried. The comment and each
+The caller supplies `diagnose(file_name, stream) -> (diagnosis_id, document, stored path)`: the service
+copies the download's stream into its store the way an upload is (never whole in memory) and runs (or
+reuses) its diagnosis; tests pass a Predictor. A bundle that cannot be read raises `BundleError` or
+`ValueError` there and is reported, not retried; a download refused while it streams (past its size,
+a bad answer) raises `TooLarge` / `TrackerHTTPError` from the stream's reads, and is reported too. The comment and each
 email are recorded in a `SentLog` (keys `comment:…` and Message-IDs), so repeating the whole task
 after a crash posts and sends nothing twice.
 """
@@ -14,8 +16,11 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import httpx
 
@@ -30,8 +35,10 @@ from service.notify import MailError, NotifySettings, SendResult, SentLog, diagn
 from service.trackers import TooLarge, TrackerHTTPError, TrackerSettings
 
 log = logging.getLogger(__name__)
-Diagnose = Callable[[str, bytes], tuple[str, Mapping[str, Any]]]
-ChartOf = Callable[[bytes, Mapping[str, Any]], tuple[bytes, str] | None]
+# (file name, the download as a stream) -> (diagnosis id, document, where the bundle is now stored)
+Diagnose = Callable[[str, BinaryIO], tuple[str, Mapping[str, Any], Path]]
+# (the stored bundle, its diagnosis) -> the key chart's PNG and title
+ChartOf = Callable[[Path, Mapping[str, Any]], tuple[bytes, str] | None]
 
 
 @dataclass
@@ -54,16 +61,17 @@ class Outcome:
     mail_errors: list[str] = field(default_factory=list)
 
 
-def bundle_chart(data: bytes, doc: Mapping[str, Any], config: PipelineConfig | None = None) -> tuple[bytes, str] | None:
-    """The key chart drawn from the bundle's bytes, read with `config`: the configuration the diagnosis
-    was made with (the service's, resolved once; default: from the VSANDX_PIPELINE_* settings), so the
-    chart shows the grid the verdict saw. The service draws charts from the diagnosis's own parse
-    (service.chart_store); this is the fallback for a diagnosis stored without them, and for tests."""
+def bundle_chart(path: Path, doc: Mapping[str, Any], config: PipelineConfig | None = None) -> tuple[bytes, str] | None:
+    """The key chart drawn from the stored bundle (streamed from disk), read with `config`: the
+    configuration the diagnosis was made with (the service's, resolved once; default: from the
+    VSANDX_PIPELINE_* settings), so the chart shows the grid the verdict saw. The service draws charts
+    from the diagnosis's own parse (service.chart_store); this is the fallback for a diagnosis stored
+    without them, and for tests."""
     from pipeline.api import load_bundle
 
     try:
-        return key_chart_png(load_bundle(data, config or PipelineConfig.from_settings()), doc)
-    except BundleError:
+        return key_chart_png(load_bundle(path, config or PipelineConfig.from_settings()), doc)
+    except (BundleError, OSError):
         return None
 
 
@@ -101,14 +109,23 @@ def comment_key(subject: str, item: str) -> str:
     return f"comment:{subject}:{hashlib.sha256(item.encode()).hexdigest()[:32]}"
 
 
-def _run(name: str, data: bytes, diagnose: Diagnose, out: Outcome, chart: ChartOf | None) -> None:
-    """Diagnose one bundle; its chart is drawn now, while its bytes are at hand (they are not kept)."""
+def _take(name: str, download: Callable[[], AbstractContextManager[BinaryIO]], diagnose: Diagnose, out: Outcome,
+          chart: ChartOf | None) -> None:  # fmt: skip
+    """Stream one bundle into `diagnose` and draw its chart from where it was stored. A refused download
+    (size, host, HTTP, a bad answer: before or while streaming) is reported; a transient failure raises
+    for the task's retry."""
     try:
-        did, doc = diagnose(name, data)
+        with download() as stream:
+            did, doc, stored = diagnose(name, stream)
+    except (TooLarge, TrackerHTTPError) as e:
+        if getattr(e, "transient", False):
+            raise  # the task retries; a refused download (host, size, 404) is reported instead
+        out.refused.append(str(e))
+        return
     except (BundleError, ValueError) as e:
         out.refused.append(f"{name}: cannot be read as a bundle ({e})")
         return
-    out.reports.append(Report(name, did, doc, chart(data, doc) if chart and doc.get("findings") else None))
+    out.reports.append(Report(name, did, doc, chart(stored, doc) if chart and doc.get("findings") else None))
 
 
 def _finish(out: Outcome, post: Callable[[str], int], reporter: str | None, context: str, *,
@@ -154,14 +171,7 @@ def handle_bugzilla(
         picked = pick_bundles(bz.attachments(bug.id), trackers)
         out.refused += picked.refused
         for a in picked.bundles:
-            try:
-                data = bz.download(a)
-            except (TooLarge, TrackerHTTPError) as e:
-                if getattr(e, "transient", False):
-                    raise
-                out.refused.append(str(e))
-                continue
-            _run(a.file_name, data, diagnose, out, chart if notify.smtp_host else None)
+            _take(a.file_name, partial(bz.open, a), diagnose, out, chart if notify.smtp_host else None)
         return _finish(out, lambda text: bz.comment(bug.id, text), bug.reporter, f"Bug {bug.id}: {bug.summary}",
                        notify=notify, sent_log=sent_log)  # fmt: skip
 
@@ -181,14 +191,7 @@ def handle_github(
         out.refused.append(f"{extra.name}: more than {trackers.tracker_max_attachments} bundles on one issue")
     with GitHubClient(trackers, transport) as gh:
         for link in links[: trackers.tracker_max_attachments]:
-            try:
-                data = gh.download(link)
-            except (TooLarge, TrackerHTTPError) as e:
-                if getattr(e, "transient", False):
-                    raise  # the task retries; a refused link (host, size, 404) is reported instead
-                out.refused.append(str(e))
-                continue
-            _run(link.name, data, diagnose, out, chart if notify.smtp_host else None)
+            _take(link.name, partial(gh.open, link), diagnose, out, chart if notify.smtp_host else None)
         return _finish(out, lambda text: gh.comment(event.repo, event.number, text), None,
                        f"{event.repo}#{event.number}: {event.title}", notify=notify, sent_log=sent_log,
                        markdown=True)  # fmt: skip

@@ -1,5 +1,5 @@
 """What the Bugzilla and GitHub integrations share: settings, errors, which attachments are bundles,
-size-capped downloads, and delivery idempotency / staleness.
+REST calls, and delivery idempotency / staleness (size-capped downloads: service.attachments).
 
 Nothing here knows about the web framework: webhook handlers take the raw body and a headers mapping
 and return plain values or raise a `TrackerError` subclass (`Unauthorized` -> 401, `BadPayload` -> 400).
@@ -131,21 +131,6 @@ def request(http: httpx.Client, method: str, url: str, what: str, **kw: object) 
         raise TrackerHTTPError(f"{what}: {type(e).__name__}: {e}", transient=True) from e
     check(r, what)
     return r
-
-
-def capped_get(http: httpx.Client, url: str, limit: int, what: str, **kw: object) -> bytes:
-    """GET a body, aborting as soon as it passes `limit` bytes (a server may send more than it said)."""
-    try:
-        with http.stream("GET", url, **kw) as r:  # type: ignore[arg-type]
-            check(r, what)
-            got = bytearray()
-            for chunk in r.iter_bytes():
-                got += chunk
-                if len(got) > limit:
-                    raise TooLarge(f"{what}: more than {limit} bytes")
-            return bytes(got)
-    except httpx.HTTPError as e:
-        raise TrackerHTTPError(f"{what}: {type(e).__name__}: {e}", transient=True) from e
 
 
 def check(r: httpx.Response, what: str) -> None:

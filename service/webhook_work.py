@@ -24,7 +24,8 @@ import random
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import httpx
 from sqlalchemy.orm import Session
@@ -119,30 +120,36 @@ class WebhookWorker:
         log.info("webhook %s: %s", out.subject, json.dumps(done))
         return done
 
-    def diagnose(self, name: str, data: bytes) -> tuple[str, Mapping[str, Any]]:
-        """`tracker_flow.Diagnose`: store the bytes like an upload, diagnose them with the served model
-        (or find the diagnosis made before); (diagnosis resource id, document). Raises ValueError for
-        a bundle that cannot be read (reported on the bug), Transient to retry."""
+    def diagnose(self, name: str, src: BinaryIO) -> tuple[str, Mapping[str, Any], Path]:
+        """`tracker_flow.Diagnose`: stream the download into the store like an upload (spooled and hashed
+        chunk by chunk, removed when refused), diagnose it with the served model (or find the diagnosis
+        made before); (diagnosis resource id, document, stored bundle). Raises ValueError for a bundle
+        that cannot be read (reported on the bug), Transient to retry, and what the stream's reads raise
+        (TooLarge, TrackerHTTPError: service.attachments)."""
         try:
             self.holder.maybe_refresh()
             model = self.holder.get()
         except ModelUnavailable as e:
             raise Transient(f"no model to serve: {e}") from e
         with self.database.session() as db:
-            sha256, clean = store_upload(db, self.settings, io.BytesIO(data), name, self.holder.config)
+            sha256, clean = store_upload(db, self.settings, src, name, self.holder.config)
             job_id = str(uuid.uuid5(JOB_NAMESPACE, f"{sha256}\0{model.name}\0{model.version}"))
             store.ensure_job(db, job_id, sha256, clean)
-            return job_id, self._result(db, job_id)
+            doc = self._result(db, job_id)
+        stored = store.bundle_path(self.settings, sha256)
+        if stored is None:  # kept just now (its retention clock refreshed): only a removal by hand gets here
+            raise Transient(f"bundle {sha256} left the store before its report was made")
+        return job_id, doc, stored
 
-    def key_chart(self, data: bytes, doc: Mapping[str, Any]) -> tuple[bytes, str] | None:
+    def key_chart(self, stored: Path, doc: Mapping[str, Any]) -> tuple[bytes, str] | None:
         """`tracker_flow.ChartOf`: the report's key chart as stored when the diagnosis was made; drawn from
-        the bytes again only for a diagnosis made before charts were stored with diagnoses."""
+        the stored bundle again only for a diagnosis made before charts were stored with diagnoses."""
         key = chart_store.key_of(doc)
-        stored = chart_store.load(self.settings, key) if key else None
-        if key is None or stored is None:
-            return bundle_chart(data, doc, self.holder.config)
-        png = chart_store.png(self.settings, key, 0) if stored else None
-        return (png, stored[0].title) if png else None
+        stored_charts = chart_store.load(self.settings, key) if key else None
+        if key is None or stored_charts is None:
+            return bundle_chart(stored, doc, self.holder.config)
+        png = chart_store.png(self.settings, key, 0) if stored_charts else None
+        return (png, stored_charts[0].title) if png else None
 
     def _result(self, db: Session, job_id: str) -> Mapping[str, Any]:
         s = self.settings

@@ -7,11 +7,13 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import ipaddress
+import itertools
 import json
 import re
 import socket
 import ssl
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email import message_from_bytes, policy
 from email.message import EmailMessage
@@ -117,13 +119,35 @@ class SmtpServer:
 
 
 @dataclass
+class Stream:
+    """A large body made as it is sent, never held: `total` bytes (Bugzilla: base64 in the JSON answer)
+    repeating a 48 KiB block, with no Content-Length (the end is the close). `announce` is the size a
+    HEAD (GitHub) or the attachment's metadata (Bugzilla) gives. `sent` counts the bytes written before
+    the client dropped the connection (`dropped`) or the end; `done` is set then."""
+
+    total: int
+    announce: int
+    sent: int = 0
+    dropped: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def pieces(self, b64: bool) -> Iterator[bytes]:
+        block = bytes(range(256)) * 192  # 48 KiB: whole base64 quanta, so the pieces concatenate
+        whole = base64.b64encode(block) if b64 else block
+        for at in range(0, self.total, len(block)):
+            n = min(len(block), self.total - at)
+            yield whole if n == len(block) else (base64.b64encode(block[:n]) if b64 else block[:n])
+
+
+@dataclass
 class BzAttachment:
     id: int
     file_name: str
     content_type: str
     data: bytes
-    size: int | None = None  # what the metadata says (None: the real size)
+    size: int | None = None  # what the metadata says (None: the real size, or the stream's announce)
     is_obsolete: bool = False
+    stream: Stream | None = None  # served instead of `data`
 
 
 @dataclass
@@ -135,6 +159,7 @@ class FakeTracker:
     bugs: dict[int, dict[str, Any]] = field(default_factory=dict)
     attachments: dict[int, list[BzAttachment]] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
+    streams: dict[str, Stream] = field(default_factory=dict)  # large files, under /files/ as `files`
     comments: list[tuple[str, str]] = field(default_factory=list)  # (bug or repo#n, text)
     requests: list[tuple[str, str, dict[str, str]]] = field(default_factory=list)  # method, path+query, headers
     port: int = 0
@@ -163,11 +188,12 @@ def _handler(t: FakeTracker) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(self, code: int, body: bytes | dict[str, Any], ctype: str = "application/json",
-                  head: bool = False, extra: dict[str, str] | None = None) -> None:  # fmt: skip
+                  head: bool = False, extra: dict[str, str] | None = None,
+                  length: int | None = None) -> None:  # fmt: skip
             raw = json.dumps(body).encode() if isinstance(body, dict) else body
             self.send_response(code)
             self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(raw)))
+            self.send_header("Content-Length", str(len(raw) if length is None else length))
             for k, v in (extra or {}).items():
                 self.send_header(k, v)
             self.end_headers()
@@ -190,11 +216,15 @@ def _handler(t: FakeTracker) -> type[BaseHTTPRequestHandler]:
                 if m := re.fullmatch(r"/rest/bug/(\d+)/attachment", u.path):
                     assert "data" not in q.get("include_fields", [""])[0].split(",")
                     rows = [{"id": a.id, "file_name": a.file_name, "content_type": a.content_type,
-                             "size": len(a.data) if a.size is None else a.size, "is_obsolete": int(a.is_obsolete),
-                             "summary": a.file_name} for a in t.attachments.get(int(m[1]), [])]  # fmt: skip
+                             "size": a.size if a.size is not None else a.stream.announce if a.stream else len(a.data),
+                             "is_obsolete": int(a.is_obsolete), "summary": a.file_name}
+                            for a in t.attachments.get(int(m[1]), [])]  # fmt: skip
                     return self._send(200, {"bugs": {m[1]: rows}, "attachments": {}})
                 if m := re.fullmatch(r"/rest/bug/attachment/(\d+)", u.path):
                     for a in (a for rows in t.attachments.values() for a in rows if a.id == int(m[1])):
+                        if a.stream:  # Bugzilla's key order is a Perl hash's: the data may come first
+                            head = b'{"attachments": {"%d": {"data": "' % a.id
+                            return self._stream(a.stream, head, b'", "id": %d}}, "bugs": {}}' % a.id, True)
                         data = base64.b64encode(a.data).decode()
                         return self._send(200, {"attachments": {m[1]: {"id": a.id, "data": data}}, "bugs": {}})
                     return self._send(404, {"error": True, "code": 100, "message": "no such attachment"})
@@ -206,11 +236,29 @@ def _handler(t: FakeTracker) -> type[BaseHTTPRequestHandler]:
                     return self._send(401, {"message": "Bad credentials"})
                 t.comments.append((f"{m[1]}#{m[2]}", json.loads(body)["body"]))
                 return self._send(201, {"id": 5000 + len(t.comments)})
+            if (m := re.fullmatch(r"/files/([^/]+)", u.path)) and m[1] in t.streams:
+                st = t.streams[m[1]]
+                if method == "HEAD":
+                    return self._send(200, b"", "application/gzip", head=True, length=st.announce)
+                return self._stream(st)
             if (m := re.fullmatch(r"/files/([^/]+)", u.path)) and m[1] in t.files:
                 return self._send(200, t.files[m[1]], "application/gzip", head=method == "HEAD")
             if m := re.fullmatch(r"/redirect/(.+)", u.path):
                 return self._send(302, b"", "text/plain", head=method == "HEAD", extra={"Location": m[1]})
             return self._send(404, {"message": "Not Found"}, head=method == "HEAD")
+
+        def _stream(self, st: Stream, head: bytes = b"", tail: bytes = b"", b64: bool = False) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json" if b64 else "application/gzip")
+            self.end_headers()
+            try:
+                for piece in itertools.chain((head,), st.pieces(b64), (tail,)):
+                    self.wfile.write(piece)
+                    st.sent += len(piece)
+            except (BrokenPipeError, ConnectionResetError):
+                st.dropped = True
+            finally:
+                st.done.set()
 
         def do_GET(self) -> None:
             self._route("GET")

@@ -117,8 +117,8 @@ def test_a_pipeline_setting_reaches_the_verdict_and_the_charts_alike(
             assert r.status_code == 201, r.text
             doc = r.json()["diagnosis"]
             state: Any = c.app.state  # type: ignore[attr-defined]
-            # a report for a diagnosis stored without charts: its key chart is drawn from the bytes
-            WebhookWorker(state.database, settings, state.holder).key_chart(data, {"findings": doc["findings"]})
+            # a report for a diagnosis stored without charts: its key chart is drawn from the stored bundle
+            WebhookWorker(state.database, settings, state.holder).key_chart(bundles[0], {"findings": doc["findings"]})
     finally:
         get_pipeline_settings.cache_clear()
     assert seen["verdict"] is seen["charts"] and steps == seen["verdict"].T
