@@ -93,7 +93,8 @@ def test_a_large_attachment_streams_through_a_flat_worker(
     (refused,) = done["refused"]
     assert refused.startswith("big.tgz: cannot be read as a bundle"), refused
     assert spool_is_empty(w) and not any(w.settings.bundles_dir.glob("??/*"))
-    watch.check(f"a {BIG / MiB:.0f} MiB {source} attachment", max_rss=FLAT, max_wall_s=60)
+    # memory only: how long it takes is a benchmark's business, not a unit test's
+    assert watch.peak_above_idle() < FLAT, f"peak {watch.peak_above_idle() / MiB:.0f} MiB above idle"
 
 
 @pytest.mark.parametrize("source", ["bugzilla", "github"])
@@ -109,6 +110,7 @@ def test_an_attachment_past_its_size_is_cut_off(source: str, worker: tuple[Webho
     else:
         assert f"big.tgz ({t.url}/files/big.tgz): more than the 2097152 bytes announced" in refused
     assert st.done.wait(10) and st.dropped, "the connection was not dropped"
+    print(f"{source}: {st.sent / MiB:.1f} MiB of 1024 MiB sent before the connection was dropped")
     assert st.sent < 64 * MiB, f"{st.sent / MiB:.0f} MiB sent before the connection was dropped"
     assert spool_is_empty(w) and not any(w.settings.bundles_dir.glob("??/*"))
     assert done["diagnoses"] == [] and len(t.comments) == 1 and "big.tgz" in t.comments[0][1]
