@@ -131,12 +131,16 @@ def _warm_start(data_dir: Path) -> list[dict[str, Any]]:
 
 
 def dataset_specs(cfg: TrainConfig) -> dict[str, DatasetSpec]:
-    """Lab (and varied) bundles train, one field set selects (validation), another is the test set."""
+    """Lab and varied bundles train (either may be 0, not both), one field set selects (validation),
+    another is the test set."""
+    if cfg.lab <= 0 and cfg.varied <= 0:
+        raise ValueError("no training bundles: lab and varied are both 0")
     specs = {
-        "train": DatasetSpec("lab", cfg.lab, seed=cfg.seed * 10 + 1, partial=cfg.partial),
         "val": DatasetSpec("field", cfg.val, seed=cfg.seed * 10 + 2),
         "test": DatasetSpec("field", cfg.test, seed=cfg.seed * 10 + 3),
     }
+    if cfg.lab > 0:
+        specs["train"] = DatasetSpec("lab", cfg.lab, seed=cfg.seed * 10 + 1, partial=cfg.partial)
     if cfg.varied > 0:
         specs["varied"] = DatasetSpec("field", cfg.varied, seed=cfg.seed * 10 + 4, partial=cfg.partial)
     return specs

@@ -19,6 +19,13 @@ def _positive(text: str) -> int:
     return n
 
 
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {n}")
+    return n
+
+
 def _cause_list(values: list[str] | None) -> list[str] | None:
     """--only-causes / --exclude-causes, repeatable and comma-separated, checked against the registry."""
     if not values:
@@ -182,6 +189,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.families:
         changes["families"] = tuple(args.families.split(","))
     cfg = replace(cfg, **changes)
+    if cfg.lab == 0 and cfg.varied == 0:
+        print("vsandx train: --lab and --varied are both 0: nothing to train on", file=sys.stderr)
+        return 2
     settings = get_settings()
     if args.if_missing:
         from training.tracking import NoModel, fetch_model
@@ -417,8 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
     size = tr.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small sweep, all baselines, the report (minutes)")
     size.add_argument("--smoke", action="store_true", help="tiny end-to-end run (CI)")
-    tr.add_argument("--lab", type=_positive, help="lab training bundles")
-    tr.add_argument("--varied", type=int, help="field-profile training bundles (domain randomisation; 0 = lab only)")
+    tr.add_argument("--lab", type=_count, help="lab training bundles (0 = varied only)")
+    tr.add_argument("--varied", type=_count, help="field-profile training bundles (domain randomisation; 0 = lab only)")
     tr.add_argument("--val", type=_positive, help="field validation bundles (selection)")
     tr.add_argument("--test", type=_positive, help="field test bundles (never used for a decision)")
     tr.add_argument("--samples", type=_positive, help="sweep trials per CNN family")

@@ -78,6 +78,9 @@ def test_training_set_is_lab_plus_varied_never_the_field_sets(trained: tuple[Set
     assert specs["train"].profile == "lab" and specs["varied"].profile == "field"
     assert len({specs[k].seed for k in ("varied", "val", "test")}) == 3
     assert "varied" not in dataset_specs(TrainConfig(varied=0))
+    assert "train" not in dataset_specs(TrainConfig(lab=0))  # varied (field-profile) bundles alone
+    with pytest.raises(ValueError, match="no training bundles"):
+        dataset_specs(TrainConfig(lab=0, varied=0))
     settings, done = trained
     cfg = TrainConfig.preset("smoke")
     (mix,) = (settings.data_dir / "datasets").glob("mix-*")
