@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -36,3 +38,18 @@ def require(what: str, available: bool, how: str = "") -> None:
     if os.environ.get("VSANDX_REQUIRE_SERVICES") == "1":
         pytest.fail(f"{msg} (required under CI)")
     pytest.skip(msg)
+
+
+@contextmanager
+def pipeline_env(monkeypatch: pytest.MonkeyPatch, **values: object) -> Iterator[None]:
+    """VSANDX_PIPELINE_<NAME> set for each value (grid_steps=64, ...), the cached pipeline settings read
+    afresh inside the block and forgotten after it, so no other test sees them."""
+    from vsandx.settings import get_pipeline_settings
+
+    for name, value in values.items():
+        monkeypatch.setenv(f"VSANDX_PIPELINE_{name.upper()}", str(value))
+    get_pipeline_settings.cache_clear()
+    try:
+        yield
+    finally:
+        get_pipeline_settings.cache_clear()

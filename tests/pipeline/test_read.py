@@ -18,6 +18,7 @@ import pytest
 from pipeline.config import PipelineConfig
 from pipeline.errors import BundleError, CorruptArchive, LimitExceeded, NotABundle, UnsafeMember
 from pipeline.read import ReadReport, iter_members
+from tests.conftest import pipeline_env
 
 MiB = 1024 * 1024
 
@@ -394,17 +395,9 @@ def test_member_stream_opens_once() -> None:
 
 
 def test_limits_come_from_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vsandx.settings import get_pipeline_settings
-
-    monkeypatch.setenv("VSANDX_PIPELINE_MAX_MEMBERS", "3")
-    monkeypatch.setenv("VSANDX_PIPELINE_GRID_STEPS", "64")
-    monkeypatch.setenv("VSANDX_PIPELINE_MAX_COMPONENTS", "7")  # the content budgets come the same way
-    monkeypatch.setenv("VSANDX_PIPELINE_MAX_LINE_BYTES", "1000")
-    get_pipeline_settings.cache_clear()
-    try:
+    # the content budgets (max_components, max_line_bytes) come the same way as the archive limits
+    with pipeline_env(monkeypatch, max_members=3, grid_steps=64, max_components=7, max_line_bytes=1000):
         cfg = PipelineConfig.from_settings()
-    finally:
-        get_pipeline_settings.cache_clear()
     assert (cfg.max_members, cfg.grid_steps) == (3, 64)
     assert (cfg.max_components, cfg.max_line_bytes) == (7, 1000)
     with pytest.raises(LimitExceeded):

@@ -16,8 +16,9 @@ from service.app import create_app
 from service.charts import Chart
 from service.predictor import Predictor
 from service.webhook_work import WebhookWorker
+from tests.conftest import pipeline_env
 from tests.service.kit import hostile_chart, service_settings
-from vsandx.settings import ServiceSettings, get_pipeline_settings
+from vsandx.settings import ServiceSettings
 
 DOC: dict[str, Any] = {"bundle": {"sha256": "ab" * 32}, "model": {"name": "logreg", "version": "3"},
                        "findings": [{"component": "disk:x", "fault": "disk.latency"}]}  # fmt: skip
@@ -107,9 +108,7 @@ def test_a_pipeline_setting_reaches_the_verdict_and_the_charts_alike(
     monkeypatch.setattr(Predictor, "document", verdict)
     monkeypatch.setattr(chart_store, "charts_for", charts)
     monkeypatch.setattr(tracker_flow, "key_chart_png", tracker_chart)
-    monkeypatch.setenv("VSANDX_PIPELINE_GRID_STEPS", str(steps))
-    get_pipeline_settings.cache_clear()
-    try:
+    with pipeline_env(monkeypatch, grid_steps=steps):
         settings = service_settings(tmp_path / "var", model_dir)
         with TestClient(create_app(settings)) as c:
             data = bundles[0].read_bytes()
@@ -119,8 +118,6 @@ def test_a_pipeline_setting_reaches_the_verdict_and_the_charts_alike(
             state: Any = c.app.state  # type: ignore[attr-defined]
             # a report for a diagnosis stored without charts: its key chart is drawn from the stored bundle
             WebhookWorker(state.database, settings, state.holder).key_chart(bundles[0], {"findings": doc["findings"]})
-    finally:
-        get_pipeline_settings.cache_clear()
     assert seen["verdict"] is seen["charts"] and steps == seen["verdict"].T
     assert steps == seen["tracker"].T
     key = chart_store.key_of(doc)

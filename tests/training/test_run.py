@@ -10,6 +10,7 @@ import pytest
 from data.simulate.runner import simulate_many
 from models.ensemble import EnsembleDiagnoser
 from service.predictor import Predictor
+from tests.conftest import pipeline_env
 from training.run import TrainConfig, Trained, run_training
 from training.tracking import Tracker
 from vsandx.settings import Settings
@@ -100,14 +101,9 @@ def test_datasets_are_built_with_the_services_pipeline_configuration(
     from pipeline.config import PipelineConfig
     from training.datasets import DatasetSpec, describe, load_dataset
     from training.run import build_sets
-    from vsandx.settings import get_pipeline_settings
 
-    monkeypatch.setenv("VSANDX_PIPELINE_GRID_STEPS", "64")
-    get_pipeline_settings.cache_clear()
-    try:
+    with pipeline_env(monkeypatch, grid_steps=64):
         pipe = PipelineConfig.from_settings()
-    finally:
-        get_pipeline_settings.cache_clear()
     settings = Settings(data_dir=tmp_path, sim_workers=1)
     folders = build_sets({"train": DatasetSpec("lab", 2, seed=5)}, settings, pipe, progress=False)
     assert describe(folders["train"])["pipeline_config"] == asdict(pipe)
