@@ -70,9 +70,10 @@ def main() -> int:
     print("|---|---|" + "---|" * len(counts))
     for name in args.models.split(","):
         for w in weights:
-            cells = [next((f"{r['exact_match']:.3f}" for r in rows if r["model"] == name and r["feedback"] == k
-                           and r["weight"] in (w, weights[0]) and (k == 0 or r["weight"] == w)), "")
-                     for k in counts]  # fmt: skip
+            score = {r["feedback"]: r["exact_match"] for r in rows if r["model"] == name and r["weight"] == w}
+            none = [r["exact_match"] for r in rows if r["model"] == name and not r["feedback"]]
+            score.setdefault(0, none[0] if none else None)
+            cells = ["" if score.get(k) is None else f"{score[k]:.3f}" for k in counts]  # 0 feedback: run once
             print(f"| {name} | {w} | " + " | ".join(cells) + " |")
     return 0
 

@@ -61,6 +61,10 @@ class TrainConfig:
     priors: tuple[str, ...] = ("rules",)
     prior_weight: float = 0.5
 
+    def __post_init__(self) -> None:
+        if self.lab <= 0 and self.varied <= 0:
+            raise ValueError("no training bundles: lab and varied are both 0")
+
     @classmethod
     def preset(cls, name: str) -> TrainConfig:
         if name == "quick":  # the whole path in minutes on a 2-core machine
@@ -133,8 +137,6 @@ def _warm_start(data_dir: Path) -> list[dict[str, Any]]:
 def dataset_specs(cfg: TrainConfig) -> dict[str, DatasetSpec]:
     """Lab and varied bundles train (either may be 0, not both), one field set selects (validation),
     another is the test set."""
-    if cfg.lab <= 0 and cfg.varied <= 0:
-        raise ValueError("no training bundles: lab and varied are both 0")
     specs = {
         "val": DatasetSpec("field", cfg.val, seed=cfg.seed * 10 + 2),
         "test": DatasetSpec("field", cfg.test, seed=cfg.seed * 10 + 3),

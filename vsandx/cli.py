@@ -188,9 +188,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
     }
     if args.families:
         changes["families"] = tuple(args.families.split(","))
-    cfg = replace(cfg, **changes)
-    if cfg.lab == 0 and cfg.varied == 0:
-        print("vsandx train: --lab and --varied are both 0: nothing to train on", file=sys.stderr)
+    try:
+        cfg = replace(cfg, **changes)
+    except ValueError as e:  # TrainConfig refuses what cannot train (--lab 0 --varied 0)
+        print(f"vsandx train: {e}", file=sys.stderr)
         return 2
     settings = get_settings()
     if args.if_missing:

@@ -3,6 +3,7 @@ with the registered champion."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,31 @@ from training.run import TrainConfig, Trained, run_training
 from training.tracking import Tracker
 from vsandx.settings import Settings
 
+ESXTOP_COLUMNS = 150_000  # a pipeline setting the smoke run trains under (the default is 200,000)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pipeline_settings() -> Iterator[None]:
+    """Every run in this module reads bundles under a non-default VSANDX_PIPELINE_* setting."""
+    with pytest.MonkeyPatch.context() as mp, pipeline_env(mp, max_esxtop_columns=ESXTOP_COLUMNS):
+        yield
+
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, Trained]:
     settings = Settings(data_dir=tmp_path_factory.mktemp("var"), sim_workers=2)
     return settings, run_training(TrainConfig.preset("smoke"), settings, progress=False)
+
+
+def test_training_reads_bundles_with_the_pipeline_settings(trained: tuple[Settings, Trained]) -> None:
+    """run_training resolves the VSANDX_PIPELINE_* settings itself: every dataset it built records them."""
+    import json
+
+    settings, _ = trained
+    docs = [json.loads(p.read_text()) for p in (settings.data_dir / "datasets").glob("*/dataset.json")]
+    simulated = [d for d in docs if "pipeline_config" in d]
+    assert len(simulated) >= 3  # train (lab), varied, val, test
+    assert {d["pipeline_config"]["max_esxtop_columns"] for d in simulated} == {ESXTOP_COLUMNS}
 
 
 def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) -> None:

@@ -79,6 +79,15 @@ def test_version_and_every_option_has_help(capsys: pytest.CaptureFixture[str]) -
                 assert "(default:" in text, f"vsandx {name}: defaults not shown"
 
 
+def test_train_with_no_training_bundles_exits_2_before_any_work(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("VSANDX_DATA_DIR", str(tmp_path))
+    assert main(["train", "--quick", "--lab", "0", "--varied", "0", "-q"]) == 2
+    assert "lab and varied are both 0" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing simulated, no MLflow store
+
+
 def test_train_help_states_the_presets_as_they_are() -> None:
     from training.run import TrainConfig
     from vsandx.cli import TRAIN_PRESETS
