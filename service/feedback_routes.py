@@ -21,6 +21,7 @@ from service.schemas import (
     RetrainIn,
     RetrainList,
     RetrainOut,
+    retrain_url,
 )
 
 router = APIRouter(prefix=API_PREFIX)
@@ -48,10 +49,12 @@ def give_feedback(job_id: str, body: FeedbackIn, db: Db, settings: Settings, que
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(e)) from e
     except feedback.NotFinished as e:
         raise HTTPException(status.HTTP_409_CONFLICT, str(e)) from e
-    retraining.after_feedback(db, settings, queue)
+    opened = retraining.after_feedback(db, settings, queue)
     out = feedback.get_feedback(db, row.id)
     if out is None:  # deleted between the two statements: nothing the client can act on
         raise HTTPException(status.HTTP_404_NOT_FOUND, f"feedback {row.id} on {job_id} is gone")
+    if opened is not None:  # a retrain that failed at once has given the feedback back already: name it anyway
+        out = out.model_copy(update={"retrain_id": opened.id, "retrain_url": retrain_url(opened.id)})
     return out
 
 
