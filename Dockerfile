@@ -7,7 +7,9 @@ COPY pipeline pipeline
 COPY data data
 COPY models models
 COPY training training
+COPY diagnosis diagnosis
 COPY service service
+COPY cli cli
 RUN pip install --no-cache-dir '.[pipeline,models,training,service]'
 ENV VSANDX_DATA_DIR=/var/lib/vsandx
 VOLUME ["/var/lib/vsandx"]

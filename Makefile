@@ -29,7 +29,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy vsandx pipeline data models training service
+	$(VENV)/bin/mypy vsandx pipeline data models training diagnosis service cli
 
 bench: $(STAMP)
 	$(PY) benchmarks/bench_simulate.py

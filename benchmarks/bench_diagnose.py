@@ -7,7 +7,7 @@ a worker's peak memory diagnosing a large upload (issue 19: < 300 MB above the l
 Two figures, because "end to end" means two things to its users:
 
 1. the diagnosis of one bundle by a loaded model, as the service and `evaluate` run it
-   (service.predictor: read the .tgz from bytes, parse, tensorise, predict, findings), timed over
+   (diagnosis.predictor: read the .tgz from bytes, parse, tensorise, predict, findings), timed over
    --runs diagnoses of 4 distinct simulated 4-host lab bundles (their `timing_ms` and wall time);
 2. the `vsandx diagnose BUNDLE --json` command as a fresh process (--cli runs), which adds Python's
    start and the imports (PyTorch among them) to the same work.
@@ -15,7 +15,7 @@ Two figures, because "end to end" means two things to its users:
 With --memory MB, only this: a 4-host lab bundle padded to MB megabytes with members the reader
 streams past (random bytes, so the .tgz is as large as its content) is uploaded to a fresh data folder
 (stored by sha256, as the API stores it) and diagnosed by a worker, in a process of its own, the way
-the embedded queue's workers run a job (service.jobs.execute: the diagnosis and its charts). The worker
+the embedded queue's workers run a job (service.queue.diagnosis_jobs.execute: the diagnosis and its charts). The worker
 first loads the model and diagnoses the plain bundle once (imports, allocator, matplotlib); its
 resident set then is "the loaded model"; the peak (VmHWM, reset just before the job) above it is the
 figure. Before issue 19 the stored bundle was read whole into memory and hashed again.
@@ -81,7 +81,7 @@ def padded_bundle(plain: bytes, out: Path, mb: int) -> Path:
 
 def _with_findings(bundles: list[bytes], model: str) -> bytes:
     """The first bundle the model finds a fault in (so that the job draws charts too), else the first."""
-    from service.predictor import Predictor
+    from diagnosis.predictor import Predictor
 
     predictor = Predictor.load(model)
     return next((b for b in bundles if predictor.diagnose(b)["findings"]), bundles[0])
@@ -89,11 +89,11 @@ def _with_findings(bundles: list[bytes], model: str) -> bytes:
 
 def memory_worker(data_dir: Path, model: str, plain: Path, big: Path) -> dict[str, object]:
     """In a fresh process: the worker's side of a job on `big`, as described in the module's docstring."""
-    from service import store
-    from service.db import Database
-    from service.intake import accept_upload
-    from service.jobs import execute
-    from service.serving import ModelHolder
+    from diagnosis.serving import ModelHolder
+    from service.queue.diagnosis_jobs import execute
+    from service.store import diagnosis_store, job_store
+    from service.store.db import Database
+    from service.store.intake import accept_upload
     from vsandx.settings import ServiceSettings
 
     settings = ServiceSettings(data_dir=data_dir, model_uri=model, embedded_workers=0)
@@ -108,7 +108,7 @@ def memory_worker(data_dir: Path, model: str, plain: Path, big: Path) -> dict[st
 
     def diagnosed(job_id: str) -> str:  # the worker's part
         with database.session() as db:
-            claimed = store.claim_job(db, "bench", settings.lease_s, settings.max_attempts, job_id=job_id)
+            claimed = job_store.claim_job(db, "bench", settings.lease_s, settings.max_attempts, job_id=job_id)
             assert claimed is not None
             return execute(db, settings, holder, claimed)
 
@@ -122,7 +122,7 @@ def memory_worker(data_dir: Path, model: str, plain: Path, big: Path) -> dict[st
     wall = time.perf_counter() - t0
     peak = _status_mb("VmHWM")
     with database.session() as db:
-        res = store.get_diagnosis(db, job_id)
+        res = diagnosis_store.get_diagnosis(db, job_id)
     doc = res.diagnosis if res is not None and res.diagnosis is not None else {}
     return {
         "status": status,
@@ -178,7 +178,7 @@ def main() -> int:
 
     torch.set_num_threads(1)
     from benchmarks.bench_service import _bundles, _champion, _stand_in_model
-    from service.predictor import Predictor
+    from diagnosis.predictor import Predictor
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -200,7 +200,7 @@ def main() -> int:
         cli = []
         for _ in range(args.cli):
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "vsandx.cli", "diagnose", str(bundle), "--json", "--model", model],
+            subprocess.run([sys.executable, "-m", "cli.main", "diagnose", str(bundle), "--json", "--model", model],
                            check=True, capture_output=True, env={**os.environ, "OMP_NUM_THREADS": "1"})  # fmt: skip
             cli.append(1e3 * (time.perf_counter() - t0))
     result = {

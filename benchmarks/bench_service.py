@@ -176,7 +176,7 @@ def main() -> int:
             from vsandx.settings import get_settings
 
             env["VSANDX_MLFLOW_TRACKING_URI"] = f"sqlite:///{(get_settings().data_dir / 'mlflow.db').resolve()}"
-        cmd = [sys.executable, "-m", "vsandx.cli", "serve", "--port", str(port), "--log-level", "warning"]
+        cmd = [sys.executable, "-m", "cli.main", "serve", "--port", str(port), "--log-level", "warning"]
         if args.workers is not None:
             cmd += ["--workers", str(args.workers)]
         server = subprocess.Popen(cmd, env=env, cwd=REPO, start_new_session=True, stdout=sys.stderr)

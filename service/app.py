@@ -17,34 +17,34 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from service.api import api, ops
-from service.csrf import OriginCheck
-from service.db import Database, get_database
-from service.deps import WebhookContext
-from service.embedded import EmbeddedQueue
-from service.feedback_routes import router as feedback_api
-from service.housekeeping import housekeeping
-from service.ledgers import SqlDeliveryLedger
-from service.limits import BodyLimit, BodyLimits
-from service.metrics import Metrics, MetricsMiddleware
-from service.queues import Queue
+from diagnosis.serving import ModelHolder
+from service.api.csrf import OriginCheck
+from service.api.deps import WebhookContext
+from service.api.diagnoses import api, ops
+from service.api.feedback import router as feedback_api
+from service.api.limits import BodyLimit, BodyLimits
+from service.api.metrics import Metrics, MetricsMiddleware
+from service.api.webhooks import router as webhook_api
+from service.queue.embedded import EmbeddedQueue
+from service.queue.housekeeping import housekeeping
+from service.queue.protocol import Queue
+from service.queue.watchdog import allow_exit
+from service.queue.webhook_jobs import Integrations
 from service.schemas import API_PREFIX
-from service.serving import ModelHolder
-from service.tables import Base, WebhookDelivery
-from service.watchdog import allow_exit
-from service.webhook_routes import router as webhook_api
-from service.webhook_work import Integrations
-from service.webhooks import WEBHOOK_MAX_BODY
+from service.store.db import Database, get_database
+from service.store.tables import Base, WebhookDelivery
+from service.trackers.ledgers import SqlDeliveryLedger
+from service.trackers.webhooks import WEBHOOK_MAX_BODY
 from vsandx.settings import ServiceSettings, get_service_settings
 
 log = logging.getLogger(__name__)
-STATIC = Path(__file__).resolve().parent / "static"
+STATIC = Path(__file__).resolve().parent / "api" / "static"
 
 
 def make_queue(database: Database, settings: ServiceSettings, holder: ModelHolder,
                integrations: Integrations | None = None) -> Queue:  # fmt: skip
     if settings.broker_url:
-        from service.tasks import CeleryQueue  # Celery only when a broker is configured
+        from service.queue.celery_queue import CeleryQueue  # Celery only when a broker is configured
 
         return CeleryQueue(database, settings)  # the Celery workers read the tracker settings themselves
     return EmbeddedQueue(database, settings, holder, integrations)
@@ -95,12 +95,12 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
         version="1",
         lifespan=lifespan,
     )
-    # the parts routes take through service.deps (its only reader)
+    # the parts routes take through service.api.deps (its only reader)
     app.state.settings, app.state.database, app.state.holder, app.state.queue = s, database, holder, queue
     metrics = app.state.metrics = Metrics(database, holder, lambda: queue.name)
     ledger = SqlDeliveryLedger(database.session, Base.metadata.tables[WebhookDelivery.__tablename__])
 
-    def enqueue(job: dict[str, Any]) -> None:  # the worker runs service.webhook_work on it
+    def enqueue(job: dict[str, Any]) -> None:  # the worker runs service.queue.webhook_jobs on it
         queue.submit_webhook(job)
 
     app.state.webhooks = WebhookContext(integrations.trackers, ledger, enqueue)
@@ -117,7 +117,7 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
 
 def body_limits(s: ServiceSettings) -> BodyLimits:
     """Uploads stream to disk (VSANDX_MAX_UPLOAD_BYTES); the trackers' webhooks are bounded by what they
-    send (service.webhooks.WEBHOOK_MAX_BODY); the UI's feedback form carries one field per component
+    send (service.trackers.webhooks.WEBHOOK_MAX_BODY); the UI's feedback form carries one field per component
     (VSANDX_MAX_FORM_BYTES); everything else is a small JSON body (VSANDX_MAX_JSON_BYTES)."""
     return BodyLimits(
         default=s.max_json_bytes,
@@ -127,9 +127,9 @@ def body_limits(s: ServiceSettings) -> BodyLimits:
 
 
 def _include_ui(app: FastAPI) -> None:
-    """The HTML pages (service.ui) and their assets, when that part of the service is installed."""
-    if importlib.util.find_spec("service.ui") is not None:
-        ui: Any = importlib.import_module("service.ui")
+    """The HTML pages (service.api.ui) and their assets, when that part of the service is installed."""
+    if importlib.util.find_spec("service.api.ui") is not None:
+        ui: Any = importlib.import_module("service.api.ui")
         app.include_router(ui.router)
     if STATIC.is_dir():
         from fastapi.staticfiles import StaticFiles

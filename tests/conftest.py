@@ -1,4 +1,7 @@
-"""Shared test helpers: where the shared/ folder (spec, samples, bundle checker) lives."""
+"""Shared test helpers: where the shared/ folder (spec, samples, bundle checker) lives; and the fixtures
+the diagnosis and service tests share (helpers in tests/service/kit.py): a small trained model and
+bundles it finds a fault in, built once per test run and shared by every module and xdist worker that
+asks."""
 
 from __future__ import annotations
 
@@ -53,3 +56,19 @@ def pipeline_env(monkeypatch: pytest.MonkeyPatch, **values: object) -> Iterator[
         yield
     finally:
         get_pipeline_settings.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.service.kit import shared_dir, train_small_model
+
+    return shared_dir(tmp_path_factory, "model", train_small_model) / "model"
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> list[Path]:
+    from tests.service.kit import shared_dir, simulate_bundles
+
+    return sorted(
+        shared_dir(tmp_path_factory, "bundles", lambda out: simulate_bundles(out, model_dir)).glob("lab-*.tgz")
+    )

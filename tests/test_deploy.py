@@ -7,8 +7,8 @@ import tomllib
 
 import yaml
 
+from cli.main import build_parser
 from tests.conftest import REPO
-from vsandx.cli import build_parser
 
 INFRA = {"redis", "postgres", "mailpit"}  # third-party images the vsandx services talk to
 ROLES = {"api", "worker", "train-worker", "beat", "mlflow"}  # long-running services of the vsandx image
@@ -104,8 +104,8 @@ def test_compose_mail_catcher_for_development() -> None:
 def test_env_example_names_real_settings() -> None:
     """Every VSANDX_* name in .env.example is a setting (a typo there is a setting silently ignored), and
     every tracker and SMTP setting is documented there."""
-    from service.notify import NotifySettings
-    from service.trackers import TrackerSettings
+    from service.trackers.base import TrackerSettings
+    from service.trackers.notify import NotifySettings
     from vsandx.settings import PipelineSettings, ServiceSettings
 
     classes = (ServiceSettings, PipelineSettings, TrackerSettings, NotifySettings)

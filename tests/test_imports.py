@@ -2,7 +2,7 @@
 
 The graph is read from the source (AST), not from an interpreter's import order: an edge A -> B for
 every `import B` / `from B import …` in module A, at module level *and* inside functions (a deferred
-import still ties the two modules together; `service.jobs` <-> `service.webhook_work` and
+import still ties the two modules together; `service.queue.diagnosis_jobs` <-> `service.queue.webhook_jobs` and
 `models.base` <-> `models.registry` were cycles of that kind). Imports under `if TYPE_CHECKING:` are
 left out: they are annotations only and never run.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tests.conftest import REPO
 
-PACKAGES = ("vsandx", "pipeline", "data", "models", "training", "service")
+PACKAGES = ("vsandx", "pipeline", "data", "models", "training", "diagnosis", "service", "cli")
 
 
 def _modules() -> dict[str, Path]:
@@ -126,13 +126,14 @@ def test_the_graph_sees_deferred_imports_and_not_type_checking_ones(tmp_path: Pa
     src = tmp_path / "m.py"
     src.write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from service.app import Queue\n"
-        "def f():\n    from service.jobs import execute\n"
+        "def f():\n    from service.queue.diagnosis_jobs import execute\n"
     )
     got = _imported("service.x", src)
-    assert "service.jobs" in got and "service.app" not in got
+    assert "service.queue.diagnosis_jobs" in got and "service.app" not in got
 
 
 def test_no_import_cycles() -> None:
     graph = import_graph()
-    assert "service.jobs" in graph and "models.registry" in graph["models.base"]  # the graph is read
+    assert "service.queue.diagnosis_jobs" in graph and "models.registry" in graph["models.base"]  # the graph is read
     assert cycles(graph) == []
+

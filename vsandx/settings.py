@@ -138,7 +138,7 @@ class ServiceSettings(Settings):
     retrain_feedback_holdout: float = 0.25
     # A queued or running retrain older than this no longer blocks a new one (its worker died).
     retrain_timeout_s: float = 3600.0
-    # Housekeeping (bundle retention, the feedback retrain check: service.housekeeping) this often. It
+    # Housekeeping (bundle retention, the feedback retrain check: service.queue.housekeeping) this often. It
     # runs in the API process unless housekeeping_in_api is false; `vsandx beat` schedules it on Celery.
     housekeeping_s: float = 3600.0
     housekeeping_in_api: bool = True

@@ -1,5 +1,5 @@
 """The attack corpus of issue 18: every crafted upload, by name. `tests/pipeline/test_attacks.py` runs
-each through `vsandx parse`, `tests/service/test_attacks_upload.py` through the upload API and a
+each through `vsandx parse`, `tests/service/api/test_attacks_upload.py` through the upload API and a
 worker; both assert the outcome, the peak memory and the time.
 
 Cases that test a content budget behind a highly compressible payload set `env` to lift the

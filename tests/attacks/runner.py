@@ -19,7 +19,7 @@ def vm_hwm_kib() -> int:
 
 def main(argv: list[str]) -> int:
     import pipeline  # noqa: F401  # what every run pays: the baseline includes it
-    from vsandx.cli import main as cli
+    from cli.main import main as cli
 
     rc = 0
     try:

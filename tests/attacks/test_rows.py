@@ -37,29 +37,29 @@ ROWS: dict[str, list[str]] = {
     "truncated and random files": ["case:truncated_tgz", "case:random_bytes"],
     "CMMDS literal bombs (deep nesting, 9**9**9)": ["case:cmmds_deep_nesting", "case:cmmds_power_literal"],
     "stored XSS through host/device/log names": [
-        "tests/service/test_ui.py::test_hostile_names_in_a_diagnosis_are_text",
-        "tests/service/test_ui.py::test_uploaded_names_are_escaped",
+        "tests/service/api/test_ui.py::test_hostile_names_in_a_diagnosis_are_text",
+        "tests/service/api/test_ui.py::test_uploaded_names_are_escaped",
     ],
-    "SQL wildcards in filters": ["tests/service/test_api.py::test_sql_wildcards_in_filters_match_literally"],
+    "SQL wildcards in filters": ["tests/service/api/test_diagnoses.py::test_sql_wildcards_in_filters_match_literally"],
     "GitHub and Bugzilla signatures, delivery-id replay": [
-        "tests/service/test_webhook_routes.py::test_github_webhook",
-        "tests/service/test_webhook_routes.py::test_bugzilla_webhook",
+        "tests/service/api/test_webhooks.py::test_github_webhook",
+        "tests/service/api/test_webhooks.py::test_bugzilla_webhook",
     ],
     "413 on a 600 MB upload before the body is read": [
-        "tests/service/test_api.py::test_oversized_upload_is_refused_before_the_body_is_read",
-        "tests/service/test_limits.py::test_a_600_mb_upload_is_refused_before_the_body_is_read",
+        "tests/service/api/test_diagnoses.py::test_oversized_upload_is_refused_before_the_body_is_read",
+        "tests/service/api/test_limits.py::test_a_600_mb_upload_is_refused_before_the_body_is_read",
     ],
-    "API keys on every write route": ["tests/service/test_api.py::test_api_keys_guard_every_write_route"],
+    "API keys on every write route": ["tests/service/api/test_diagnoses.py::test_api_keys_guard_every_write_route"],
     "8 clients for 3 minutes with 0 errors and no duplicate diagnosis": [
         "tests/service/test_load.py::test_concurrent_clients_get_no_error_and_no_duplicate_diagnosis"
     ],
     "a worker killed mid-diagnosis": [
         "tests/service/test_chaos.py::test_killed_worker_job_finishes_exactly_once",
-        "tests/service/test_supervise.py::test_serve_replaces_a_worker_killed_mid_diagnosis_and_its_job_is_taken_over",
+        "tests/service/queue/test_supervise.py::test_serve_replaces_a_worker_killed_mid_diagnosis_and_its_job_is_taken_over",
     ],
     "the API killed mid-upload (nothing lost, nothing left)": [
         "tests/service/test_serve.py::test_the_api_killed_mid_upload_loses_nothing",
-        "tests/service/test_housekeeping.py::test_spool_files_of_killed_uploads_are_swept",
+        "tests/service/queue/test_housekeeping.py::test_spool_files_of_killed_uploads_are_swept",
     ],
     "links and devices in a tar (skipped and reported)": ["case:symlink_and_device"],
     # ---- broke
@@ -76,34 +76,34 @@ ROWS: dict[str, list[str]] = {
         "tests/pipeline/test_budgets.py::test_every_regex_on_untrusted_text_is_linear",
     ],
     "a device name containing `$a^{$` (matplotlib mathtext)": [
-        "tests/service/test_charts.py::test_png_draws_mathtext_and_tex_in_names_as_text"
+        "tests/diagnosis/test_charts.py::test_png_draws_mathtext_and_tex_in_names_as_text"
     ],
     "offset=2**63 (API), page=2**62 (UI)": [
-        "tests/service/test_api.py::test_paging_bounds_answer_422",
-        "tests/service/test_ui.py::test_list_page_bounds",
+        "tests/service/api/test_diagnoses.py::test_paging_bounds_answer_422",
+        "tests/service/api/test_ui.py::test_list_page_bounds",
     ],
     "a 400 MB JSON body to the feedback API": [
-        "tests/service/test_limits.py::test_feedback_json_and_forms_take_kilobytes",
-        "tests/service/test_limits.py::test_a_chunked_body_is_cut_as_soon_as_it_passes_the_limit",
-        "tests/service/test_limits.py::test_a_400_mb_json_body_streamed_to_the_feedback_api_is_cut_at_the_limit",
+        "tests/service/api/test_limits.py::test_feedback_json_and_forms_take_kilobytes",
+        "tests/service/api/test_limits.py::test_a_chunked_body_is_cut_as_soon_as_it_passes_the_limit",
+        "tests/service/api/test_limits.py::test_a_400_mb_json_body_streamed_to_the_feedback_api_is_cut_at_the_limit",
     ],
     "a cross-origin form POST to the feedback form": [
-        "tests/service/test_csrf.py::test_cross_origin_writes_are_refused_before_the_route",
-        "tests/service/test_ui.py::test_feedback_form_refuses_forged_posts",
+        "tests/service/api/test_csrf.py::test_cross_origin_writes_are_refused_before_the_route",
+        "tests/service/api/test_ui.py::test_feedback_form_refuses_forged_posts",
     ],
     "20,000 requests with random HTTP methods": [
-        "tests/service/test_metrics.py::test_random_methods_and_paths_keep_metrics_small"
+        "tests/service/api/test_metrics.py::test_random_methods_and_paths_keep_metrics_small"
     ],
     "opening the diagnosis page of a bomb": [
-        "tests/service/test_attacks_upload.py::test_attack_upload",
-        "tests/service/test_ui.py::test_pages_never_parse_a_bundle",
+        "tests/service/api/test_attacks_upload.py::test_attack_upload",
+        "tests/service/api/test_ui.py::test_pages_never_parse_a_bundle",
     ],
     "the same signed GitHub body under new delivery ids": [
-        "tests/service/test_webhook_routes.py::test_github_body_replayed_under_new_delivery_ids_queues_one_job"
+        "tests/service/api/test_webhooks.py::test_github_body_replayed_under_new_delivery_ids_queues_one_job"
     ],
     "a killed worker stays a zombie; /ready true with no worker": [
-        "tests/service/test_supervise.py::test_a_killed_worker_is_reaped_and_replaced",
-        "tests/service/test_supervise.py::test_serve_replaces_a_worker_killed_mid_diagnosis_and_its_job_is_taken_over",
+        "tests/service/queue/test_supervise.py::test_a_killed_worker_is_reaped_and_replaced",
+        "tests/service/queue/test_supervise.py::test_serve_replaces_a_worker_killed_mid_diagnosis_and_its_job_is_taken_over",
     ],
 }
 
@@ -111,7 +111,7 @@ ROWS: dict[str, list[str]] = {
 # The tests that run every corpus case: each holds the case to issue 18's bounds.
 CASE_RUNNERS = (
     "tests/pipeline/test_attacks.py::test_attack",
-    "tests/service/test_attacks_upload.py::test_attack_upload",
+    "tests/service/api/test_attacks_upload.py::test_attack_upload",
 )
 GUARDS = {"bounded", "bounded_tree"}  # tests.attacks.bounds: a block held to the bounds
 LIMITS = {"MAX_RSS_ABOVE_IDLE", "MAX_WALL_S"}  # tests.attacks.bounds: both compared with a measured process
@@ -167,7 +167,7 @@ def test_every_row_is_tried_within_the_bounds(row: str) -> None:
     wall under 20 s): a corpus case (its runners hold every case to them), or a test that does; and
     every service test a row names runs its attack under them."""
     tests = [ref for ref in ROWS[row] if not ref.startswith("case:")]
-    unbounded = [ref for ref in tests if ref.startswith("tests/service/") and not _bounded(ref)]
+    unbounded = [ref for ref in tests if ref.startswith(("tests/service/", "tests/diagnosis/")) and not _bounded(ref)]
     assert not unbounded, f"{row}: not run under bounded(): {unbounded}"
     assert len(tests) < len(ROWS[row]) or any(_bounded(ref) for ref in tests), f"{row}: nothing under the bounds"
 

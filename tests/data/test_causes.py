@@ -292,7 +292,7 @@ def test_dataset_spec_key_and_runner_carry_the_filter(tmp_path: Path) -> None:
 
 
 def test_cli_accepts_cause_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from vsandx.cli import main
+    from cli.main import main
 
     args = ["simulate", "--profile", "lab", "-n", "2", "--out", str(tmp_path), "--workers", "1", "-q"]
     assert main([*args, "--issue-rate", "1", "--only-causes", "firmware_degraded,runaway_world"]) == 0

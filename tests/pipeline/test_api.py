@@ -223,7 +223,7 @@ def test_grid_step_coarsens_to_cover_the_capture(tmp_path: Path) -> None:
 
 
 def test_cli_parse(bundle_tgz: Path, tmp_path: Path) -> None:
-    exe = [sys.executable, "-m", "vsandx.cli", "parse"]
+    exe = [sys.executable, "-m", "cli.main", "parse"]
     out = subprocess.run([*exe, str(bundle_tgz), "--json"], capture_output=True, text=True, check=True)
     doc = json.loads(out.stdout)
     assert doc["schema"] == SCHEMA_VERSION and len(doc["hosts"]) == 3
@@ -251,7 +251,7 @@ def test_a_folder_of_several_clusters_is_refused(tmp_path: Path) -> None:
         write_tgz(files, tmp_path / "uploads" / f"case-{seed}.tgz")
     with pytest.raises(SeveralClusters, match="holds 2 separate clusters"):
         load_bundle(tmp_path / "uploads")
-    got = subprocess.run([sys.executable, "-m", "vsandx.cli", "parse", str(tmp_path / "uploads")],
+    got = subprocess.run([sys.executable, "-m", "cli.main", "parse", str(tmp_path / "uploads")],
                          capture_output=True, text=True)  # fmt: skip
     assert got.returncode == 1 and "separate clusters" in got.stderr and "uploads" in got.stderr
     assert load_bundle(tmp_path / "uploads" / "case-1.tgz").hosts  # each one alone reads

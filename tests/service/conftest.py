@@ -1,7 +1,7 @@
-"""Fixtures of the service backend's tests (helpers in kit.py): a small trained model and bundles it
-finds a fault in, built once per test run and shared by every module and xdist worker that asks; a
-real `vsandx serve` without workers or model for the attacks on its HTTP edge; a database on SQLite
-and on the real local PostgreSQL (each test using it runs on both)."""
+"""Fixtures of the service backend's tests, in every sub-folder (helpers in kit.py; the small trained
+model and its bundles, `model_dir` and `bundles`, are tests/conftest.py's): a real `vsandx serve`
+without workers or model for the attacks on its HTTP edge; a database on SQLite and on the real local
+PostgreSQL (each test using it runs on both)."""
 
 from __future__ import annotations
 
@@ -11,20 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from service.db import Database
-from tests.service.kit import pg_schema, serving, shared_dir, simulate_bundles, train_small_model
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return shared_dir(tmp_path_factory, "model", train_small_model) / "model"
-
-
-@pytest.fixture(scope="module")
-def bundles(tmp_path_factory: pytest.TempPathFactory, model_dir: Path) -> list[Path]:
-    return sorted(
-        shared_dir(tmp_path_factory, "bundles", lambda out: simulate_bundles(out, model_dir)).glob("lab-*.tgz")
-    )
+from service.store.db import Database
+from tests.service.kit import pg_schema, serving
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from service.notify import NotifySettings
-from service.trackers import TrackerSettings
+from service.trackers.base import TrackerSettings
+from service.trackers.notify import NotifySettings
 from tests.service.fakes import BzAttachment, FakeTracker
 
 SECRET, GH_SECRET, LIMIT = "hook-secret", "gh-secret", 3_000_000

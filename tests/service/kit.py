@@ -23,10 +23,10 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from data.simulate.runner import simulate_many
+from diagnosis.charts import Chart, Panel
+from diagnosis.onset import Onset
 from models.registry import create_model
-from service import store
-from service.charts import Chart, Panel
-from service.onset import Onset
+from service.store import bundle_store, diagnosis_store, job_store
 from tests.conftest import require
 from training.datasets import DatasetSpec, build, load_dataset
 from vsandx.components import kind_of
@@ -43,7 +43,7 @@ def simulate_bundles(out: Path, model: Path, n: int = 2, seed: int = 42, pool: i
     """n lab bundles (4 hosts each) in which `model` finds a fault: simulated with faults, and those the
     small model calls healthy left out, so that the tests which need a finding do not hang on what
     the simulator happens to draw."""
-    from service.predictor import Predictor
+    from diagnosis.predictor import Predictor
 
     simulate_many("lab", pool, out, seed=seed, issue_rate=1.0, workers=1, progress=False)
     predictor = Predictor.load(str(model))
@@ -101,8 +101,8 @@ STALL = """
 import os, time
 marker = os.environ.get("VSANDX_TEST_STALL")
 if marker:
-    from service.predictor import Predictor
-    original = Predictor.diagnose_stored  # what service.jobs.execute calls
+    from diagnosis.predictor import Predictor
+    original = Predictor.diagnose_stored  # what service.queue.diagnosis_jobs.execute calls
     def stalling(self, *a, **k):
         try:
             fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
@@ -116,7 +116,7 @@ WORKER = (
     STALL
     + """
 import sys
-from vsandx.cli import main
+from cli.main import main
 sys.exit(main(["worker", *sys.argv[1:]]))
 """
 )
@@ -164,7 +164,7 @@ def serving(env: dict[str, str], *args: str, log: Path) -> Iterator[tuple[str, s
     port = free_port()
     with open(log, "ab") as out:
         p = subprocess.Popen(
-            [sys.executable, "-m", "vsandx.cli", "serve", "--port", str(port), *args],
+            [sys.executable, "-m", "cli.main", "serve", "--port", str(port), *args],
             env={**os.environ, **env},
             cwd=Path(__file__).resolve().parents[2],
             stdout=out,
@@ -233,7 +233,7 @@ def pg_schema() -> Iterator[str]:
     try:
         yield f"{PG}?options=-csearch_path%3D{schema}"
     finally:
-        from service.db import database_for
+        from service.store.db import database_for
 
         database_for.cache_clear()  # no pooled connection may hold the schema
         with admin.begin() as c:
@@ -255,12 +255,12 @@ def diagnosis_doc(sha: str) -> dict[str, Any]:
 
 def done_job(db: Any, settings: ServiceSettings, payload: bytes) -> str:
     """A done diagnosis job of the bytes `payload` (stored as an upload), its document diagnosis_doc's."""
-    spooled, sha, size = store.spool_upload(settings, io.BytesIO(payload), 1 << 20)
-    store.keep_bundle(db, settings, spooled, sha, size, "b.tgz")
-    job = store.create_job(db, sha, "b.tgz")
-    claimed = store.claim_job(db, "w", 60, 3, job_id=job.id)
+    spooled, sha, size = bundle_store.spool_upload(settings, io.BytesIO(payload), 1 << 20)
+    bundle_store.keep_bundle(db, settings, spooled, sha, size, "b.tgz")
+    job = job_store.create_job(db, sha, "b.tgz")
+    claimed = job_store.claim_job(db, "w", 60, 3, job_id=job.id)
     assert claimed is not None
-    store.complete_job(db, job.id, 1, store.record_diagnosis(db, sha, diagnosis_doc(sha)).id)
+    job_store.complete_job(db, job.id, 1, diagnosis_store.record_diagnosis(db, sha, diagnosis_doc(sha)).id)
     return job.id
 
 

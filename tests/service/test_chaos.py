@@ -24,8 +24,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from service.app import create_app
-from service.tables import Diagnosis
-from service.tasks import DIAGNOSES
+from service.queue.celery_app import DIAGNOSES
+from service.store.tables import Diagnosis
 from tests.attacks.bounds import bounded, bounded_tree
 from tests.conftest import require
 from tests.service.kit import redis_available, redis_env, settings_of, start_worker, stop_process, until

@@ -14,11 +14,13 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from service import csrf, feedback, retraining, store
+from service.api import csrf
 from service.app import create_app
-from service.db import Database
+from service.queue import retraining
 from service.schemas import FeedbackIn
-from service.tables import Feedback, RetrainDecision, utcnow
+from service.store import bundle_store, feedback
+from service.store.db import Database
+from service.store.tables import Feedback, RetrainDecision, utcnow
 from tests.conftest import require
 from tests.service.kit import done_job, redis_available, redis_env, service_settings, until
 from vsandx.faults import faults_for_kind
@@ -126,7 +128,7 @@ def test_store_claims_feedback_once(database: Database, tmp_path: Path) -> None:
         assert dict((sha, labels) for sha, _, labels in items)[fb.sha256]["disk:h1/naa.1"] == "disk.latency"
         # retention keeps the bytes of labelled bundles: they are training data
         later = utcnow() + timedelta(days=8)
-        assert store.purge_expired(db, settings, later) == []
+        assert bundle_store.purge_expired(db, settings, later) == []
         row = db.get(RetrainDecision, opened.id)
         assert row is not None
         row.created_at = utcnow() - timedelta(seconds=settings.retrain_timeout_s + 1)  # its worker died
@@ -173,7 +175,8 @@ def test_threshold_queues_a_retrain_and_a_failure_gives_feedback_back(
 def test_retrains_go_to_the_training_queue(tmp_path: Path, model_dir: Path) -> None:
     import redis
 
-    from service.tasks import TRAINING, CeleryQueue
+    from service.queue.celery_app import TRAINING
+    from service.queue.celery_queue import CeleryQueue
 
     require("Redis at 127.0.0.1:6379", redis_available(), "start it: redis-server --daemonize yes")
     env = redis_env("retrain")

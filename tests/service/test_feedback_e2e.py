@@ -13,8 +13,8 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from service import retraining
 from service.app import create_app
+from service.queue import retraining
 from tests.service.kit import service_settings, until
 from training.tracking import Tracker
 

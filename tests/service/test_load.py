@@ -23,8 +23,8 @@ import pytest
 from sqlalchemy import select
 
 from benchmarks.bench_service import Load
-from service.db import Database
-from service.tables import Diagnosis, Job
+from service.store.db import Database
+from service.store.tables import Diagnosis, Job
 from tests.attacks.bounds import MAX_WALL_S, bounded_tree
 from tests.service.kit import serving, until
 

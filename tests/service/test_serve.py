@@ -40,7 +40,7 @@ def test_serve_runs_api_and_workers(tmp_path: Path, model_dir: Path, bundles: li
 
 
 def test_cli_parses_serve_and_worker() -> None:
-    from vsandx.cli import build_parser
+    from cli.main import build_parser
 
     a = build_parser().parse_args(["serve"])
     assert (a.host, a.port) == ("127.0.0.1", 8000)

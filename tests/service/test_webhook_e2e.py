@@ -16,11 +16,11 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
+from diagnosis.digest import fault_title
 from service.app import create_app
-from service.digest import fault_title
-from service.tables import Job
-from service.tasks import DIAGNOSES
-from service.webhook_work import KIND, Integrations
+from service.queue.celery_app import DIAGNOSES
+from service.queue.webhook_jobs import KIND, Integrations
+from service.store.tables import Job
 from tests.conftest import require
 from tests.service.deliveries import (
     LIMIT,

@@ -19,11 +19,13 @@ import pytest
 import training.retrain
 from data.simulate.generate import simulate_bundle
 from data.simulate.runner import simulate_many
+from diagnosis import evaluate
 from models.base import load_model
 from models.registry import create_model
-from service import evaluate, feedback, retraining, store
-from service.db import Database
+from service.queue import retraining
 from service.schemas import FeedbackIn
+from service.store import bundle_store, diagnosis_store, feedback, job_store
+from service.store.db import Database
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, combine, load_dataset
 from training.retrain import Scores, champion_configs, decide, mcnemar_worse, retrain, split_feedback
 from training.run import TrainConfig
@@ -176,13 +178,13 @@ def _diagnosed_with_feedback(database: Database, settings: ServiceSettings, uplo
     """Each upload stored, diagnosed all healthy, and corrected by an engineer to its true labels."""
     with database.session() as db:
         for up in uploads:
-            spooled, sha, size = store.spool_upload(settings, io.BytesIO(up.path.read_bytes()), 1 << 30)
-            store.keep_bundle(db, settings, spooled, sha, size, up.path.name)
-            job = store.create_job(db, sha, up.path.name)
-            assert store.claim_job(db, "w", 60, 3, job_id=job.id) is not None
+            spooled, sha, size = bundle_store.spool_upload(settings, io.BytesIO(up.path.read_bytes()), 1 << 30)
+            bundle_store.keep_bundle(db, settings, spooled, sha, size, up.path.name)
+            job = job_store.create_job(db, sha, up.path.name)
+            assert job_store.claim_job(db, "w", 60, 3, job_id=job.id) is not None
             comps = [{"id": c, "kind": kind_of(c), "verdict": "none", "confidence": 0.9} for c in up.labels]
             doc = {"model": {"name": "m", "version": "1"}, "components": comps, "findings": []}
-            store.complete_job(db, job.id, 1, store.record_diagnosis(db, sha, doc).id)
+            job_store.complete_job(db, job.id, 1, diagnosis_store.record_diagnosis(db, sha, doc).id)
             fixes = {c: v for c, v in up.labels.items() if v != "none"}
             feedback.record_feedback(db, job.id, FeedbackIn(author="eng", labels=fixes))
 

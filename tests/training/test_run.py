@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from data.simulate.runner import simulate_many
+from diagnosis.predictor import Predictor
 from models.ensemble import EnsembleDiagnoser
-from service.predictor import Predictor
 from tests.conftest import pipeline_env
 from training.run import TrainConfig, Trained, run_training
 from training.tracking import Tracker

@@ -1,0 +1,287 @@
+"""Draw `diagnosis.charts.Chart`s: inline SVG for the web UI (no script, nothing fetched), PNG for reports.
+
+One SVG per panel, each standing alone: title, legend, axes with units, UTC time labels, the onset
+line, and an accessible <title>/<desc>. Everything that comes from a bundle is escaped.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import threading
+import time
+from collections.abc import Sequence
+from html import escape
+
+from diagnosis.charts import Chart, Panel
+
+W, H = 560, 250
+LEFT, RIGHT, TOP, BOTTOM = 62, 14, 48, 36
+SUBJECT, PEER, BAND, ONSET, REF = "#c0392b", "#6b7280", "#d9dde3", "#1d4ed8", "#b7791f"
+MAX_PEER_LINES = 6  # beyond this, peers are drawn as their range and median
+
+
+def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    """About n round tick values covering [lo, hi]."""
+    if not math.isfinite(lo) or not math.isfinite(hi):
+        return [0.0, 1.0]
+    if hi - lo < 1e-12:
+        hi = lo + (abs(lo) or 1.0)
+    raw = (hi - lo) / max(1, n)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    first = math.floor(lo / step) * step
+    out, v = [], first
+    while v < hi + step * 0.999:
+        out.append(round(v, 12))
+        v += step
+    return out
+
+
+def fmt_value(v: float) -> str:
+    a = abs(v)
+    if a >= 10_000:
+        return f"{v / 1000:.0f}k"
+    if a >= 100 or v == int(v):
+        return f"{v:.0f}"
+    return f"{v:.2g}" if a < 1 else f"{v:.3g}"
+
+
+def time_ticks(start: int, span_s: int) -> list[int]:
+    """Round UTC instants across [start, start + span_s], 4 to 8 of them."""
+    steps = (60, 120, 300, 600, 900, 1200, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800)
+    step = next((s for s in steps if span_s / s <= 7), steps[-1])
+    first = -(-start // step) * step
+    return list(range(first, start + span_s + 1, step))
+
+
+def hhmm(t: int, with_date: bool = False) -> str:
+    return time.strftime("%m-%d %H:%M" if with_date else "%H:%M", time.gmtime(t))
+
+
+def _values(panel: Panel) -> list[float]:
+    vals = [v for v in panel.subject if v is not None] + ([panel.ref] if panel.ref is not None else [])
+    vals += [v for row in panel.peers for v in row if v is not None]
+    return vals or [0.0]
+
+
+def _path(xs: Sequence[float], ys: Sequence[float | None]) -> str:
+    """SVG path data; a missing sample breaks the line instead of bridging the gap."""
+    out, pen = [], False
+    for x, y in zip(xs, ys, strict=True):
+        if y is None:
+            pen = False
+            continue
+        out.append(f"{'L' if pen else 'M'}{x:.1f},{y:.1f}")
+        pen = True
+    return "".join(out)
+
+
+def _peer_stats(peers: list[list[float | None]]) -> tuple[list[float | None], list[float | None], list[float | None]]:
+    lo: list[float | None] = []
+    med: list[float | None] = []
+    hi: list[float | None] = []
+    for col in zip(*peers, strict=True):
+        vals = sorted(v for v in col if v is not None)
+        if not vals:
+            lo.append(None)
+            med.append(None)
+            hi.append(None)
+            continue
+        m = len(vals) // 2
+        lo.append(vals[0])
+        hi.append(vals[-1])
+        med.append(vals[m] if len(vals) % 2 else (vals[m - 1] + vals[m]) / 2)
+    return lo, med, hi
+
+
+def _band(xs: Sequence[float], lo: Sequence[float | None], hi: Sequence[float | None]) -> list[str]:
+    """Polygons of the peers' range, one per run of steps with data."""
+    polys: list[str] = []
+    run: list[tuple[float, float, float]] = []
+    for x, a, b in [*zip(xs, lo, hi, strict=True), (0.0, None, None)]:
+        if a is None or b is None:
+            if len(run) > 1:
+                pts = [f"{px:.1f},{pb:.1f}" for px, _, pb in run] + [f"{px:.1f},{pa:.1f}" for px, pa, _ in run[::-1]]
+                polys.append(" ".join(pts))
+            run = []
+        else:
+            run.append((x, a, b))
+    return polys
+
+
+def _legend(chart: Chart, panel: Panel) -> tuple[list[str], int]:
+    """Legend entries laid out left to right, wrapping to a second row; (svg parts, rows)."""
+    line = '<line x1="0" y1="0" x2="18" y2="0" stroke="{}" {}/>'
+    items = [(line.format(SUBJECT, 'stroke-width="2.5"'), panel.subject_label)]
+    if len(panel.peers) > MAX_PEER_LINES:
+        band = f'<rect x="0" y="-5" width="18" height="10" fill="{BAND}"/>'
+        items.append((band + line.format(PEER, 'stroke-dasharray="4 3"'), f"{panel.peer_label} ({len(panel.peers)})"))
+    elif panel.peers:
+        items.append((line.format(PEER, 'stroke-width="1"'), panel.peer_label))
+    if panel.ref is not None:
+        items.append((line.format(REF, 'stroke-width="1.5" stroke-dasharray="2 2"'), panel.ref_label))
+    if chart.onset is not None:
+        items.append((f'<line x1="9" y1="-6" x2="9" y2="6" stroke="{ONSET}" stroke-width="2"/>', "onset"))
+    out, lx, ly, rows = [], float(LEFT - 54), 34, 1
+    for sym, label in items:
+        short = label if len(label) <= 44 else label[:43] + "…"
+        width = 34 + 6.4 * len(short)
+        if lx + width > W - RIGHT + 20 and lx > LEFT:
+            lx, ly, rows = float(LEFT - 54), ly + 16, rows + 1
+        text = f'<text x="24" y="4" class="cl">{escape(short)}</text>'
+        out.append(f'<g transform="translate({lx:.0f},{ly})">{sym}{text}</g>')
+        lx += width
+    return out, rows
+
+
+def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
+    """One panel as a standalone <svg> element (uid keeps its ids unique on the page)."""
+    n = len(panel.subject)
+    legend, rows = _legend(chart, panel)
+    top = TOP + 16 * (rows - 1)  # a second legend row takes from the plot, not from the page
+    pw, ph = W - LEFT - RIGHT, H - top - BOTTOM
+    vals = _values(panel)
+    yt = nice_ticks(min(0.0, min(vals)), max(vals))
+    y0, y1 = yt[0], yt[-1]
+    y1 += 0.03 * (y1 - y0)  # headroom: a series pinned at the top tick stays clear of the frame
+
+    def sx(i: float) -> float:
+        return LEFT + pw * i / max(1, n - 1)
+
+    def sy(v: float) -> float:
+        return top + ph * (1 - (v - y0) / ((y1 - y0) or 1))
+
+    xs = [sx(i) for i in range(n)]
+    span = chart.step_s * max(1, n - 1)
+    unit = escape(panel.unit)
+    desc = f"{panel.subject_label} against {panel.peer_label or 'its own history'}, in {panel.unit}"
+    if chart.onset is not None:
+        desc += f"; onset {'at or before the window start' if chart.onset.at_start else 'at'} " + time.strftime(
+            "%Y-%m-%d %H:%M UTC", time.gmtime(chart.time_of(chart.onset.step))
+        )
+    out = [
+        f'<svg class="chart" viewBox="0 0 {W} {H}" role="img" aria-labelledby="{uid}-t {uid}-d" '
+        f'xmlns="http://www.w3.org/2000/svg" data-channel="{escape(panel.channel)}">',
+        f'<title id="{uid}-t">{escape(panel.title)} — {escape(chart.title)}</title>',
+        f'<desc id="{uid}-d">{escape(desc)}</desc>',
+        f'<text class="ct" x="{LEFT - 54}" y="16">{escape(panel.title)}<tspan class="cu"> ({unit})</tspan></text>',
+    ]
+    out += legend
+    # axes and grid
+    for v in yt:
+        y = sy(v)
+        out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" class="cg"/>')
+        out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" class="ca">{fmt_value(v)}</text>')
+    prev_day = None
+    for t in time_ticks(chart.start, span):
+        x = sx((t - chart.start) / chart.step_s)
+        day = time.gmtime(t).tm_yday
+        label = hhmm(t, with_date=prev_day is None or day != prev_day)
+        prev_day = day
+        out.append(f'<line x1="{x:.1f}" y1="{top + ph}" x2="{x:.1f}" y2="{top + ph + 4}" class="ck"/>')
+        anchor = "end" if x > W - RIGHT - 20 else "middle"
+        out.append(f'<text x="{x:.1f}" y="{top + ph + 16}" text-anchor="{anchor}" class="ca">{label}</text>')
+    out.append(f'<text x="{W - RIGHT}" y="{H - 4}" text-anchor="end" class="cu">time (UTC)</text>')
+    out.append(f'<rect x="{LEFT}" y="{top}" width="{pw}" height="{ph}" class="cf"/>')
+    # peers
+    if len(panel.peers) > MAX_PEER_LINES:
+        plo, pmed, phi = _peer_stats(panel.peers)
+        for poly in _band(xs, [None if v is None else sy(v) for v in plo], [None if v is None else sy(v) for v in phi]):
+            out.append(f'<polygon points="{poly}" fill="{BAND}"/>')
+        d = _path(xs, [None if v is None else sy(v) for v in pmed])
+        out.append(f'<path d="{d}" fill="none" stroke="{PEER}" stroke-width="1.2" stroke-dasharray="4 3"/>')
+    else:
+        for row in panel.peers:
+            d = _path(xs, [None if v is None else sy(v) for v in row])
+            out.append(f'<path d="{d}" fill="none" stroke="{PEER}" stroke-width="1" opacity="0.7"/>')
+    if panel.ref is not None:
+        y = sy(panel.ref)
+        out.append(f'<line class="ref" x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" stroke="{REF}" '
+                   f'stroke-width="1.5" stroke-dasharray="2 2"/>')  # fmt: skip
+    d = _path(xs, [None if v is None else sy(v) for v in panel.subject])
+    out.append(f'<path class="subject" d="{d}" fill="none" stroke="{SUBJECT}" stroke-width="2"/>')
+    if chart.onset is not None:
+        x = sx(chart.onset.step)
+        label = "before window" if chart.onset.at_start else "onset " + hhmm(chart.time_of(chart.onset.step))
+        anchor = "start" if x < LEFT + pw * 0.75 else "end"
+        dx = 4 if anchor == "start" else -4
+        out.append(f'<line class="onset" x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + ph}" stroke="{ONSET}" '
+                   f'stroke-width="2" stroke-dasharray="6 3"/>')  # fmt: skip
+        out.append(f'<text x="{x + dx:.1f}" y="{top + 12}" text-anchor="{anchor}" class="co">{label}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def chart_svgs(chart: Chart, uid: str) -> list[str]:
+    return [panel_svg(chart, p, f"{uid}-{k}") for k, p in enumerate(chart.panels)]
+
+
+def _plain(text: str, limit: int = 60) -> str:
+    """A bundle's name as a PNG label: one line, cut to `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def chart_png(chart: Chart, dpi: int = 100) -> bytes:
+    """The same chart as one PNG (panels two by two), for reports sent by email and the UI's download.
+
+    Names from the bundle are data, never markup: every text is drawn with mathtext parsing and TeX off,
+    whatever matplotlibrc says (a device named `$a^{$` would otherwise be parsed as math, and fail the
+    whole chart). Drawn with matplotlib's object API on its own Agg canvas: no pyplot state."""
+    import matplotlib
+
+    # rcParams are global: the lock keeps two threads' charts (and their restore) from interleaving
+    with _PNG_LOCK, matplotlib.rc_context({"text.usetex": False, "text.parse_math": False}):
+        return _png(chart, dpi)
+
+
+_PNG_LOCK = threading.Lock()
+
+
+def _png(chart: Chart, dpi: int) -> bytes:
+    from datetime import UTC, datetime
+
+    import matplotlib.dates as mdates
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    plain = {"parse_math": False, "usetex": False}  # and so for every text made here, tick labels included
+    cols = 2 if len(chart.panels) > 1 else 1
+    rows = -(-len(chart.panels) // cols)
+    fig = Figure(figsize=(5.6 * cols, 2.9 * rows))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    n = len(chart.panels[0].subject) if chart.panels else 0
+    ts = [datetime.fromtimestamp(chart.time_of(i), UTC) for i in range(n)]
+    nan = float("nan")
+    for ax, p in zip(axes.flat, chart.panels, strict=False):
+        if len(p.peers) > MAX_PEER_LINES:
+            plo, pmed, phi = _peer_stats(p.peers)
+            ax.fill_between(ts, [nan if v is None else v for v in plo], [nan if v is None else v for v in phi],
+                            color=BAND, label=_plain(f"{p.peer_label} (range)"))  # fmt: skip
+            ax.plot(ts, [nan if v is None else v for v in pmed], color=PEER, ls="--", lw=1, label="peer median")
+        else:
+            for k, row in enumerate(p.peers):
+                ax.plot(ts, [nan if v is None else v for v in row], color=PEER, lw=0.8, alpha=0.7,
+                        label=_plain(p.peer_label) if k == 0 else None)  # fmt: skip
+        ax.plot(ts, [nan if v is None else v for v in p.subject], color=SUBJECT, lw=1.8, label=_plain(p.subject_label))
+        if p.ref is not None:
+            ax.axhline(p.ref, color=REF, ls=":", lw=1.5, label=_plain(p.ref_label))
+        if chart.onset is not None:
+            ax.axvline(ts[chart.onset.step], color=ONSET, ls="--", lw=1.5, label="onset")
+        ax.set_title(_plain(p.title), fontsize=10, loc="left", **plain)
+        ax.set_ylabel(_plain(p.unit, 30), fontsize=9, **plain)
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=UTC))
+        ax.tick_params(labelsize=8)
+        for text in ax.legend(fontsize=7, loc="upper left", frameon=False).get_texts():
+            text.set_parse_math(False)
+            text.set_usetex(False)
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(chart.panels) :]:
+        ax.set_visible(False)
+    fig.suptitle(_plain(f"{chart.title} (time in UTC)", 120), fontsize=11, **plain)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    return buf.getvalue()

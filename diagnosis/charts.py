@@ -1,0 +1,245 @@
+"""The metrics behind each finding: the faulty component against its peers over time, onset marked.
+
+Pure functions from a parsed bundle (`BundleTensors`) and a diagnosis document (interface.md) to
+`Chart`s; `diagnosis.chart_render` draws them as inline SVG (the web UI) or PNG (emailed reports), when
+the diagnosis is made (`service.store.chart_store`).
+
+Which channels: `SPECS` follows the signature column of faults.md — for each fault, the counters an
+engineer would open first, on the faulty component and, where the signature lives there, on related
+components (the NIC's host for TCP retransmits, a disk's group for scheduler latency, every host for
+resync traffic).
+
+Peers are components of the same kind in the same role: the vSAN uplinks of the other hosts (the NIC
+carrying most of its host's traffic, else every other NIC), disks of the same tier (cache / capacity),
+the other disk groups, the other hosts. The cluster has no peers: its chart shows its own series.
+
+Onset: `diagnosis.onset.estimate_onset` (its docstring says how), on the panels a spec marks, else the
+first panel whose series departs from its peers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import numpy as np
+
+from diagnosis.findings import decoded
+from diagnosis.onset import Onset, estimate_onset
+from pipeline.channels import KIND_CHANNEL_DEFS, KIND_CHANNELS
+from pipeline.tensors import BundleTensors, KindTensors
+
+
+@dataclass(frozen=True)
+class PanelSpec:
+    channel: str
+    title: str
+    target: str = "self"  # self | host (the component's host) | group (a disk's group) | hosts (every host)
+    direction: int = 1  # +1: the fault pushes it up; -1: down
+    onset: bool = False  # dates the onset (tried in order); none marked: the first panel with data
+
+
+_P = PanelSpec
+SPECS: Final[dict[str, tuple[PanelSpec, ...]]] = {
+    "net.packet_loss": (
+        _P("pnic.rxPacketsLossRate", "Received packet loss"),
+        _P("pnic.rxCrcErr", "Receive CRC errors"),
+        _P("esxtop.rx_drop_pct", "esxtop % received packets dropped"),
+        _P("net.tcpTxRexmitRate", "Host TCP retransmit rate", "host"),
+        _P("net.rxPacketsLossRate", "Host vSAN network receive loss", "host"),
+    ),
+    "net.link_degraded": (
+        _P("pnic.rxThroughput", "Receive throughput"),
+        _P("pnic.txThroughput", "Transmit throughput"),
+        _P("pnic.pauseCount", "Pause frames", onset=True),
+        _P("domclient.latencyAvgWrite", "Host DOM client write latency", "host", onset=True),
+    ),
+    "disk.latency": (
+        _P("disk.latencyDevDAvg", "Device latency (DAVG)"),
+        _P("disk.iopsDevRead", "Device read IOPS"),
+        _P("ev.scsi_fail_medium", "SCSI medium errors"),
+        _P("dg.latencySched", "Disk group scheduler latency", "group"),
+    ),
+    "disk.hotspot": (
+        _P("disk.latencyDevRead", "Device read latency"),
+        _P("disk.iopsDevRead", "Device read IOPS"),
+        _P("disk.latencyDevWrite", "Device write latency"),
+    ),
+    "dg.write_buffer": (
+        _P("dg.wbFreePct", "Write buffer free", direction=-1),
+        _P("dg.logCongestion", "Log congestion"),
+        _P("dg.latencySched", "Scheduler latency"),
+        _P("dg.ssdBytesDrained", "Destage rate (bytes drained)"),
+    ),
+    "host.cpu_contention": (
+        _P("cpu.pcpuUtilPct", "Physical CPU utilisation"),
+        _P("vsancpu.readyPct", "vSAN worlds' CPU ready", onset=True),
+        _P("esxtop.ready_max", "esxtop %RDY (max)"),
+        _P("domcompmgr.latencyAvgRead", "DOM owner read latency"),
+    ),
+    "cluster.low_oio": (
+        _P("domclient.oio", "Cluster outstanding I/O"),
+        _P("domclient.iopsRead", "Cluster read IOPS"),
+        _P("domclient.latencyAvgRead", "Cluster read latency"),
+    ),
+    "cluster.resync": (
+        _P("domcompmgr.iopsResyncRead", "Resync read IOPS (all hosts)", "hosts"),
+        _P("domcompmgr.iopsRecWrite", "Recovery write IOPS (all hosts)", "hosts"),
+        _P("domclient.latencyAvgWrite", "Guest write latency (cluster)"),
+    ),
+}
+PEER_NAMES: Final = {
+    "nic": "vSAN uplinks of other hosts",
+    "disk": "disks of the same tier",
+    "diskgroup": "other disk groups",
+    "host": "other hosts",
+}
+
+
+@dataclass
+class Panel:
+    title: str
+    channel: str
+    unit: str  # display unit after `display_scale`
+    subject_label: str
+    subject: list[float | None]  # one value per step in display units, None where not observed
+    peer_label: str = ""
+    peers: list[list[float | None]] = field(default_factory=list)
+    ref: float | None = None  # a horizontal reference line (a link's rate), in display units
+    ref_label: str = ""
+
+
+@dataclass
+class Chart:
+    component: str
+    fault: str
+    start: int  # epoch seconds of step 0
+    step_s: int
+    panels: list[Panel]
+    onset: Onset | None
+
+    @property
+    def title(self) -> str:
+        return f"{self.fault} on {self.component}"
+
+    def time_of(self, step: int) -> int:
+        return self.start + step * self.step_s
+
+
+def display(unit: str) -> tuple[str, float]:
+    """Channel unit -> (unit shown on the axis, factor from the decoded value)."""
+    return {
+        "fraction": ("%", 100.0),
+        "fraction of 255": ("of 255", 255.0),
+        "percent": ("%", 1.0),
+        "1/s": ("/s", 1.0),
+        "events/step": ("events per step", 1.0),
+    }.get(unit, (unit, 1.0))
+
+
+def peers_of(bt: BundleTensors, kind: str, i: int) -> list[int]:
+    """Rows of the same kind and role as row i (see the module docstring)."""
+    kt = bt.kinds[kind]
+    n = len(kt.ids)
+    others = [j for j in range(n) if j != i]
+    if kind == "nic":
+        share = kt.static_names.index("traffic_share")
+        uplinks = set()
+        for h in set(kt.host_index.tolist()):
+            rows = [j for j in range(n) if kt.host_index[j] == h]
+            uplinks.add(max(rows, key=lambda j: float(kt.static[j, share])))
+        same = [j for j in others if j in uplinks]
+        return same or others
+    if kind == "disk":
+        c = kt.static_names.index("is_cache")
+        return [j for j in others if kt.static[j, c] == kt.static[i, c]] or others
+    return others
+
+
+def _rows(series: np.ndarray, rows: list[int], factor: float) -> list[list[float | None]]:
+    return [[None if np.isnan(v) else round(float(v) * factor, 6) for v in series[j]] for j in rows]
+
+
+def _target(bt: BundleTensors, kind: str, i: int, target: str) -> tuple[str, int | None]:
+    """(kind, row) a panel is about; row None: every row of the kind (the hosts of a cluster fault)."""
+    kt = bt.kinds[kind]
+    if target == "host" and kind != "host":
+        return "host", int(kt.host_index[i])
+    if target == "group":
+        return "diskgroup", int(kt.group_index[i])
+    if target == "hosts":
+        return "host", None
+    return kind, i
+
+
+def _short(cid: str) -> str:
+    return cid.split(":", 1)[-1]
+
+
+def panel(bt: BundleTensors, component: str, spec: PanelSpec) -> tuple[Panel, np.ndarray, np.ndarray] | None:
+    """The panel, and its subject and peers in the tensor's own scale (for the onset); None when the
+    channel has no data for the subject."""
+    kind = component.split(":", 1)[0]
+    if kind not in bt.kinds or component not in bt.kinds[kind].ids:
+        return None
+    tkind, row = _target(bt, kind, bt.kinds[kind].ids.index(component), spec.target)
+    kt: KindTensors = bt.kinds[tkind]
+    if spec.channel not in KIND_CHANNELS[tkind] or (row is not None and row < 0) or not kt.ids:
+        return None
+    c = KIND_CHANNELS[tkind].index(spec.channel)
+    unit, factor = display(KIND_CHANNEL_DEFS[tkind][c].unit)
+    x = decoded(kt, spec.channel)
+    raw = np.where(kt.mask[:, c, :], kt.values[:, c, :], np.nan)
+    if row is None:  # every host: their total is the subject, each host a thin line
+        if np.isnan(x).all():
+            return None
+        total = np.where(np.isnan(x).all(axis=0), np.nan, np.nansum(x, axis=0))
+        sub_raw = np.where(np.isnan(raw).all(axis=0), np.nan, np.nansum(raw, axis=0))
+        p = Panel(spec.title, spec.channel, unit, "all hosts, total", _rows(total[None], [0], factor)[0],
+                  "each host", _rows(x, list(range(len(kt.ids))), factor))  # fmt: skip
+        return p, sub_raw, raw[:0]
+    if np.isnan(x[row]).all():
+        return None
+    peers = peers_of(bt, tkind, row)
+    p = Panel(spec.title, spec.channel, unit, _short(kt.ids[row]), _rows(x, [row], factor)[0],
+              PEER_NAMES.get(tkind, ""), _rows(x, peers, factor))  # fmt: skip
+    if tkind == "nic":
+        _link_rate(p, kt, row, float(np.nanmax(x[row])) * factor)
+    return p, raw[row], raw[peers]
+
+
+def _link_rate(p: Panel, kt: KindTensors, row: int, top: float) -> None:
+    """A degraded link shows in its negotiated speed (nicinfo) and throughput flat-topping at it."""
+    s = kt.static_names.index("speed_gbps")
+    if not kt.static_mask[row, s] or kt.static[row, s] <= 0:
+        return
+    gbps = float(kt.static[row, s])
+    p.subject_label += f" ({gbps:g} Gb/s)"
+    rate = gbps * 125.0  # MB/s
+    if p.unit == "MB/s" and top >= 0.3 * rate:  # drawn only where the series comes near it
+        p.ref, p.ref_label = rate, f"negotiated rate ({gbps:g} Gb/s)"
+
+
+def chart_for(bt: BundleTensors, component: str, fault: str) -> Chart | None:
+    built = [(spec, p) for spec in SPECS.get(fault, ()) if (p := panel(bt, component, spec)) is not None]
+    if not built:
+        return None
+    # marked panels first, then the others in order: a cause that leaves a counter flat (a loss in the
+    # vmkernel TCP/IP stack moves no pnic counter) is dated by the one that moved
+    dating = [b for b in built if b[0].onset] + [b for b in built if not b[0].onset]
+    onset = None
+    for spec, (_, x, peers) in dating:
+        if (onset := estimate_onset(x, peers, spec.direction)) is not None:
+            break
+    return Chart(component, fault, bt.start, bt.step_s, [p for _, (p, _, _) in built], onset)
+
+
+def charts_for(bt: BundleTensors, diagnosis: dict[str, Any]) -> list[Chart]:
+    """One chart per finding of the diagnosis document, in its order; findings whose channels have
+    no data in this bundle get none."""
+    out = []
+    for f in diagnosis.get("findings", []):
+        ch = chart_for(bt, str(f.get("component", "")), str(f.get("fault", "")))
+        if ch is not None:
+            out.append(ch)
+    return out

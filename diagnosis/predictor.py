@@ -1,0 +1,166 @@
+"""Where a verdict is computed: a bundle in, the diagnosis document of interface.md out (read, parse,
+tensorise, predict, findings), with one loaded model.
+
+`Predictor.load(uri)` takes a model folder (as written by Diagnoser.save), `models:/<name>@<alias>`
+or `models:/<name>/<version>` from the registry, or nothing: the registry's champion. A model built
+for another pipeline schema is refused (models.base raises SchemaMismatch).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from diagnosis.findings import findings
+from models.base import Diagnoser, load_model
+from pipeline.api import load_bundle
+from pipeline.config import PipelineConfig
+from pipeline.tensors import BundleTensors
+from training.tracking import NoModel, fetch_model
+from vsandx.faults import LABELS
+from vsandx.settings import Settings, get_settings
+
+SCHEMA = "vsandx.diagnosis/1"
+__all__ = ["SCHEMA", "NoModel", "Predictor", "limit_threads"]
+
+
+CHUNK = 1 << 20  # bytes hashed at a time: an upload is never held whole
+
+
+def _hash_stream(h: Any, read: Callable[[int], bytes]) -> None:
+    while chunk := read(CHUNK):
+        h.update(chunk)
+
+
+def file_sha256(path: Path) -> str:
+    """An archive's identity, read in chunks (the service knows it already: it stored the file by it)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        _hash_stream(h, fh.read)
+    return h.hexdigest()
+
+
+def _tree_sha256(folder: Path) -> str:
+    """A directory upload's identity: its files' relative paths and contents, in order."""
+    h = hashlib.sha256()
+    for p in sorted(q for q in folder.rglob("*") if q.is_file()):
+        h.update(p.relative_to(folder).as_posix().encode() + b"\0")
+        with open(p, "rb") as fh:
+            _hash_stream(h, fh.read)
+    return h.hexdigest()
+
+
+def _iso(t: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t))
+
+
+def limit_threads(n: int) -> None:
+    """n intra-op threads for the model (torch). One bundle's forward pass takes milliseconds; more
+    threads only spin against the workers and whatever else shares the cores (a fresh `vsandx diagnose`
+    on a busy 2-core machine spent 10 s in torch's thread pool and 0.3 s with one thread)."""
+    import sys
+
+    torch = sys.modules.get("torch")  # loaded by the CNN models; the baselines never need it
+    if torch is not None and n > 0 and torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+
+
+MAX_NOTES, MAX_NOTE_CHARS = 50, 400  # reading notes kept in a diagnosis (their text comes from the bundle)
+
+
+@dataclass
+class Predictor:
+    model: Diagnoser
+    name: str
+    version: str
+    config: PipelineConfig
+
+    @classmethod
+    def load(
+        cls, uri: str | None = None, settings: Settings | None = None, config: PipelineConfig | None = None
+    ) -> Predictor:
+        """The model `uri` names (training.tracking.fetch_model), or the registry's champion; it reads
+        bundles with `config` (default: resolved from the VSANDX_PIPELINE_* settings, once, here)."""
+        s = settings or get_settings()
+        got = fetch_model(uri, s.data_dir, s.mlflow_tracking_uri, s.registered_model)
+        model = load_model(got.folder)
+        limit_threads(s.model_threads)
+        cfg = config or PipelineConfig.from_settings()
+        return cls(model, model.name if got.ref is None else got.name, got.version, cfg)
+
+    def diagnose(self, source: str | os.PathLike[str] | bytes | BinaryIO, name: str | None = None) -> dict[str, Any]:
+        """Diagnose an upload (bytes, an open file, an archive path or a bundle directory); `name` is
+        what error messages call it (the file name by default). A path is hashed and read in chunks."""
+        t0 = time.perf_counter()
+        if isinstance(source, str | os.PathLike):
+            path = Path(source)
+            sha = _tree_sha256(path) if path.is_dir() else file_sha256(path)
+            doc, _ = self._diagnose(path, sha, name or str(source), t0)
+            return doc
+        if not isinstance(source, bytes):
+            source = source.read()  # an open file: callers hand small ones (tests, evaluate)
+        doc, _ = self._diagnose(source, hashlib.sha256(source).hexdigest(), name or "<upload>", t0)
+        return doc
+
+    def diagnose_stored(
+        self, path: str | os.PathLike[str], sha256: str, name: str | None = None
+    ) -> tuple[dict[str, Any], BundleTensors]:
+        """`diagnose` of a stored upload, which travels as (path, sha256): the archive (or bundle
+        directory) is streamed from disk by the pipeline's reader, never read whole nor hashed again.
+        Hands back the parsed bundle as well, so that what is drawn from it (the charts) needs no
+        second read."""
+        return self._diagnose(Path(path), sha256, name or str(path), time.perf_counter())
+
+    def _diagnose(
+        self, source: Path | bytes, sha256: str, name: str, t0: float
+    ) -> tuple[dict[str, Any], BundleTensors]:
+        t1 = time.perf_counter()
+        bt = load_bundle(source, self.config, name)
+        t2 = time.perf_counter()
+        doc = self.document(bt, sha256)
+        t3 = time.perf_counter()
+        doc["timing_ms"] = {"read": 1e3 * (t1 - t0), "parse": 1e3 * (t2 - t1), "predict": 1e3 * (t3 - t2),
+                            "total": 1e3 * (t3 - t0)}  # fmt: skip
+        return doc, bt
+
+    def document(self, bt: BundleTensors, sha256: str) -> dict[str, Any]:
+        (probs,) = self.model.predict_proba([bt])
+        comps, verdicts = [], {}
+        for kind, kt in bt.kinds.items():
+            for cid in kt.ids:
+                p = probs[cid]
+                best = int(np.argmax(p))
+                verdicts[cid] = (LABELS[best], float(p[best]))
+                scores = {lab: round(float(v), 4) for lab, v in zip(LABELS, p, strict=True) if v > 0}
+                comps.append(
+                    {
+                        "id": cid,
+                        "kind": kind,
+                        "verdict": LABELS[best],
+                        "confidence": round(float(p[best]), 4),
+                        "scores": scores,
+                    }
+                )
+        return {
+            "schema": SCHEMA,
+            "bundle": {
+                "sha256": sha256,
+                "hosts": list(bt.hosts),
+                "start": _iso(bt.start),
+                "end": _iso(bt.start + bt.step_s * bt.T),
+                # what the reading cut, skipped or could not read: the verdict rests on the rest
+                "warnings": [w[:MAX_NOTE_CHARS] for w in bt.warnings[:MAX_NOTES]],
+                "missing": list(bt.missing)[:MAX_NOTES],
+            },
+            "components": comps,
+            "findings": [f.to_dict() for f in findings(bt, verdicts)],
+            "model": {"name": self.name, "version": self.version},
+            "timing_ms": {},
+        }

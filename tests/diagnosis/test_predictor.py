@@ -1,0 +1,119 @@
+"""The served model end to end: diagnosis document (interface.md), CLI exit codes, evaluation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from data.simulate.runner import simulate_many
+from diagnosis.evaluate import evaluate_folder, read_labels
+from diagnosis.predictor import NoModel, Predictor
+from models.registry import create_model
+from training.datasets import DatasetSpec, build, load_dataset
+from vsandx.faults import FAULT_IDS, LABELS
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("var")
+    X, y = load_dataset(build(DatasetSpec("lab", 12, seed=41, issue_rate=0.7), root, workers=2, progress=False))
+    return create_model("logreg").fit(X, y).save(root / "model")
+
+
+@pytest.fixture(scope="module")
+def bundles(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bundles")
+    simulate_many("lab", 3, out, seed=42, issue_rate=1.0, workers=1, progress=False)
+    simulate_many("field", 1, out, seed=42, fmt="dir", workers=1, progress=False)
+    return out
+
+
+def test_document_follows_the_interface(model_dir: Path, bundles: Path) -> None:
+    bundle = sorted(bundles.glob("lab-*.tgz"))[0]
+    doc = Predictor.load(str(model_dir)).diagnose(bundle)
+    assert doc["schema"] == "vsandx.diagnosis/1"
+    assert set(doc) == {"schema", "bundle", "components", "findings", "model", "timing_ms"}
+    assert len(doc["bundle"]["sha256"]) == 64 and len(doc["bundle"]["hosts"]) == 4
+    labels = read_labels(bundle)
+    assert labels is not None
+    assert {c["id"] for c in doc["components"]} == set(labels)  # one entry per component
+    for c in doc["components"]:
+        assert c["kind"] == c["id"].split(":")[0] and c["verdict"] in LABELS
+        assert abs(sum(c["scores"].values()) - 1) < 1e-3 and c["confidence"] == max(c["scores"].values())
+    faulty = [c for c in doc["components"] if c["verdict"] != "none"]
+    assert [f["component"] for f in doc["findings"]] == [
+        c["id"] for c in sorted(faulty, key=lambda c: -c["confidence"])
+    ]
+    assert set(doc["timing_ms"]) == {"read", "parse", "predict", "total"}
+    assert doc["model"] == {"name": "logreg", "version": f"file:{model_dir.resolve()}"}
+
+
+def test_directory_upload_and_same_sha(model_dir: Path, bundles: Path) -> None:
+    (folder,) = [p for p in bundles.iterdir() if p.is_dir()]
+    p = Predictor.load(str(model_dir))
+    assert p.diagnose(folder)["bundle"]["sha256"] == p.diagnose(folder)["bundle"]["sha256"]
+
+
+def test_cli_diagnose_json_and_errors(model_dir: Path, bundles: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    bundle = sorted(bundles.glob("lab-*.tgz"))[0]
+    assert main(["diagnose", str(bundle), "--json", "--model", str(model_dir)]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out)["schema"] == "vsandx.diagnosis/1" and out.count("\n") == 1
+    bad = tmp_path / "broken.tgz"
+    bad.write_bytes(b"\x1f\x8b" + b"not really gzip" * 10)
+    assert main(["diagnose", str(bad), "--json", "--model", str(model_dir)]) == 1
+    cap = capsys.readouterr()
+    assert cap.out == "" and "broken.tgz" in cap.err
+    assert main(["diagnose", str(bundle), "--model", str(tmp_path)]) == 1
+    assert "not a saved vsandx model" in capsys.readouterr().err
+
+
+def test_no_champion_is_a_clear_error(tmp_path: Path) -> None:
+    from vsandx.settings import Settings
+
+    with pytest.raises(NoModel, match="vsandx train"):
+        Predictor.load(None, Settings(data_dir=tmp_path))
+
+
+def test_evaluate_reports_the_interface_fields(model_dir: Path, bundles: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    doc = evaluate_folder(Predictor.load(str(model_dir)), bundles)
+    assert doc["bundles"] == 4
+    assert set(doc) == {"bundles", "exact_match", "component_accuracy", "per_fault", "latency_ms"}
+    assert set(doc["per_fault"]) == set(FAULT_IDS)
+    assert 0 <= doc["exact_match"] <= doc["component_accuracy"] <= 1
+    assert main(["evaluate", str(bundles), "--json", "--model", str(model_dir)]) == 0
+    assert json.loads(capsys.readouterr().out)["bundles"] == 4
+
+
+def test_a_stored_bundle_is_streamed_not_read_whole_nor_hashed_again(
+    model_dir: Path, bundles: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service's bundle travels as (path, sha256): the predictor streams the file through the
+    pipeline's reader (no Path.read_bytes, no second sha256), and errors name the upload, not the path."""
+    import hashlib
+
+    from pipeline.errors import BundleError
+
+    bundle = sorted(bundles.glob("lab-*.tgz"))[0]
+    sha = hashlib.sha256(bundle.read_bytes()).hexdigest()
+    p = Predictor.load(str(model_dir))
+    whole = p.diagnose(bundle)  # a path from the command line is hashed in chunks, then streamed
+
+    def refuse(*a: object, **k: object) -> None:
+        raise AssertionError("a stored bundle was read whole or hashed again")
+
+    bad = tmp_path / "stored"
+    bad.write_bytes(b"\x1f\x8b" + b"not really gzip" * 10)
+    monkeypatch.setattr(Path, "read_bytes", refuse)
+    monkeypatch.setattr(hashlib, "sha256", refuse)
+    doc, bt = p.diagnose_stored(bundle, sha, name="a.tgz")
+    assert doc["bundle"]["sha256"] == sha == whole["bundle"]["sha256"] and doc["components"] == whole["components"]
+    assert len(bt.hosts) == 4
+    with pytest.raises(BundleError) as e:
+        p.diagnose_stored(bad, "0" * 64, name="upload.tgz")
+    assert e.value.for_upload("upload.tgz", bad).startswith("upload.tgz: ") and str(bad) not in str(e.value)

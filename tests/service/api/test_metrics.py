@@ -1,0 +1,84 @@
+"""Prometheus labels come from the application's own routes and the standard methods only: whatever a
+client sends (random methods, random paths) cannot grow /metrics."""
+
+from __future__ import annotations
+
+import random
+import re
+import socket
+import string
+import subprocess
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from service.api.metrics import METHODS, OTHER_METHOD, UNMATCHED, labels_of
+from tests.attacks.bounds import bounded
+
+N = 20_000
+CONNECTIONS = 4  # keep-alive connections: the server always has a request to answer
+UPPER = string.ascii_uppercase
+
+
+def test_labels_of() -> None:
+    assert labels_of({"method": "GET"}) == ("GET", UNMATCHED)
+    assert labels_of({"method": "PROPFIND"}) == (OTHER_METHOD, UNMATCHED)
+    assert labels_of({"method": "get"}) == (OTHER_METHOD, UNMATCHED)  # methods are case-sensitive
+
+    class Route:
+        path = "/api/v1/diagnoses/{job_id}"
+
+    assert labels_of({"method": "POST", "route": Route()}) == ("POST", "/api/v1/diagnoses/{job_id}")
+
+
+PATHS = ["/health", "/api/v1/diagnoses", "/api/v1/diagnoses/x"]
+ROUTES = {UNMATCHED, *PATHS[:2], "/api/v1/diagnoses/{job_id}", "/metrics"}  # the routes the requests can reach
+
+
+def _requests(url: str, n: int, rng: random.Random) -> Counter[int]:
+    """n requests with random methods (3-12 capital letters; one in fifty GET or POST) on random and
+    known paths, one after the other over one keep-alive connection; the status codes answered."""
+    host, port = url.removeprefix("http://").split(":")
+    codes: Counter[int] = Counter()
+    with socket.create_connection((host, int(port)), timeout=30) as s, s.makefile("rb") as answers:
+        for _ in range(n):
+            k = rng.randint(3, 12)
+            method = rng.choice(["GET", "POST"]) if rng.random() < 0.02 else "".join(rng.choices(UPPER, k=k))
+            path = rng.choice(["/" + "".join(rng.choices(string.ascii_lowercase, k=8)), *PATHS])
+            s.sendall(f"{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\n\r\n".encode())
+            status = answers.readline().split()
+            assert status, f"the connection closed after {codes.total()} answers"
+            length = 0
+            while (line := answers.readline()) not in (b"\r\n", b""):
+                name, _, value = line.partition(b":")
+                length = int(value) if name.strip().lower() == b"content-length" else length
+            answers.read(length)
+            codes[int(status[1])] += 1
+    return codes
+
+
+@pytest.mark.slow
+def test_random_methods_and_paths_keep_metrics_small(edge_server: tuple[str, subprocess.Popen[bytes]]) -> None:
+    """Issue 18's row: 20,000 requests with random methods made every method a Prometheus label:
+    /metrics 39 MB, 400,000 lines, 10 s per scrape. The same 20,000 to a real `vsandx serve`: every
+    one answered (405, 404, 200, or 422 for an upload without a file; never a 5xx), the method labels
+    the standard ones and `other`, the route labels the app's own, a handful of series more than
+    before; the API process within the bounds through the requests and the scrape."""
+    url, p = edge_server
+    rng = random.Random(18)
+    before = httpx.get(f"{url}/metrics").text
+    with bounded("20,000 random methods and a scrape", p.pid), ThreadPoolExecutor(CONNECTIONS) as pool:
+        seeds = [rng.random() for _ in range(CONNECTIONS)]
+        codes = sum(pool.map(lambda seed: _requests(url, N // CONNECTIONS, random.Random(seed)), seeds), Counter())
+        after = httpx.get(f"{url}/metrics")
+    print(dict(codes), f"/metrics {len(after.content)} bytes, {len(after.text.splitlines())} lines")
+    assert codes.total() == N and set(codes) <= {200, 404, 405, 422}, codes
+    series = [line for line in after.text.splitlines() if line.startswith("vsandx_http_requests_total{")]
+    labels = [dict(re.findall(r'(\w+)="([^"]*)"', line)) for line in series]
+    assert {x["method"] for x in labels} <= METHODS | {OTHER_METHOD}
+    assert {x["route"] for x in labels} <= ROUTES, {x["route"] for x in labels}
+    assert len(series) <= 24  # method x route x status of what was reachable, not one per request
+    assert len(after.text.splitlines()) - len(before.splitlines()) < 400  # the histograms' buckets included
+    assert len(after.content) < 100_000
