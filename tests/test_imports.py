@@ -5,6 +5,9 @@ every `import B` / `from B import …` in module A, at module level *and* inside
 import still ties the two modules together; `service.queue.diagnosis_jobs` <-> `service.queue.webhook_jobs` and
 `models.base` <-> `models.registry` were cycles of that kind). Imports under `if TYPE_CHECKING:` are
 left out: they are annotations only and never run.
+
+Above the modules, the parts (top-level packages, and service's sub-packages) form layers: a module
+imports only its own part or a lower layer, the order README's architecture drawing shows.
 """
 
 from __future__ import annotations
@@ -137,3 +140,37 @@ def test_no_import_cycles() -> None:
     assert "service.queue.diagnosis_jobs" in graph and "models.registry" in graph["models.base"]  # the graph is read
     assert cycles(graph) == []
 
+
+# Lowest first; a part imports only itself and parts of lower layers.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("vsandx",),
+    ("pipeline", "data"),
+    ("models",),
+    ("training",),
+    ("diagnosis",),
+    ("service", "service.schemas"),  # `service` itself: the package, a docstring
+    ("service.store", "service.trackers"),
+    ("service.queue",),
+    ("service.api",),
+    ("service.app",),
+    ("cli",),
+)
+
+
+def part(module: str) -> str:
+    """The part a module belongs to: its top-level package, or service's sub-package or module."""
+    names = module.split(".")
+    return ".".join(names[:2]) if names[0] == "service" and len(names) > 1 else names[0]
+
+
+def test_imports_point_down_the_layers() -> None:
+    rank = {p: i for i, layer in enumerate(LAYERS) for p in layer}
+    graph = import_graph()
+    assert {part(m) for m in graph} == set(rank)  # every part has a layer, and every layer a module
+    upward = sorted(
+        f"{m} -> {t}"
+        for m, targets in graph.items()
+        for t in targets
+        if part(t) != part(m) and rank[part(t)] >= rank[part(m)]
+    )
+    assert upward == []
