@@ -7,8 +7,9 @@
 3. a ~200 MB upload (host bundles plus large esxtop captures) streamed in a fresh process:
    peak RSS (target < 300 MB)
 
-The process pins itself to one CPU. Inputs come from the test fixture builder
-(tests/pipeline/pipeline_fixtures.py: spec-conformant, validated by shared/tools/check_bundle.py).
+The process pins itself to one CPU. Inputs come from the simulator (data/simulate/: spec-conformant,
+validated by shared/tools/check_bundle.py): a lab bundle (4 hosts, 2 hours at 20 s, with esxtop
+captures) and a field bundle of 16 hosts over 47 hours at 300 s (10 of its host folders uploaded).
 """
 
 from __future__ import annotations
@@ -29,8 +30,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from data.simulate.archive import write_bundle  # noqa: E402
+from data.simulate.generate import Bundle, simulate_bundle  # noqa: E402
 from pipeline import load_bundle  # noqa: E402
-from tests.pipeline.pipeline_fixtures import build_bundle, write_tgz  # noqa: E402
+
+LAB = ("lab", 1, 0)  # 4 hosts, 2 hours at 20 s, esxtop captures on every host
+FIELD_16 = ("field", 3, 1282)  # 16 hosts, 566 samples at 300 s (47 h); found by scanning the field stream
 
 
 def _pin() -> None:
@@ -87,17 +92,33 @@ def _big_esxtop(devices: list[str], nics: list[str], target_bytes: int, cols: in
     return out.getvalue()
 
 
+def simulated(profile: str, seed: int, index: int, hosts: int, interval: int, min_samples: int) -> Bundle:
+    """The simulator's bundle, checked to have the shape the benchmark reports."""
+    b = simulate_bundle(profile, seed, index)
+    if (b.hosts, b.interval) != (hosts, interval) or b.samples < min_samples:
+        raise SystemExit(
+            f"{b.name} is {b.hosts} hosts, {b.samples} samples at {b.interval} s: the simulator changed, "
+            f"pick another index with {hosts} hosts at {interval} s"
+        )
+    return b
+
+
+def upload_files(b: Bundle) -> dict[str, bytes]:
+    return {p: d for p, d in b.files.items() if p != "labels.json"}
+
+
 def build_large_upload(path: Path, total_mb: int) -> None:
-    files, truth = build_bundle(n_hosts=4, hours=2, interval=20, n_dg=2, n_cap=3, n_vms=20, seed=9)
+    b = simulated(*LAB, hosts=4, interval=20, min_samples=360)
+    files = upload_files(b)
     per = total_mb * 1024 * 1024 // 4
-    tops = sorted({p.split("/", 1)[0] for p in files})
     with tarfile.open(path, "w") as tf:  # a plain .tar: upload size = bytes streamed
         for name, data in sorted(files.items()):
             ti = tarfile.TarInfo(name)
             ti.size = len(data)
             tf.addfile(ti, io.BytesIO(data))
-        for top, h in zip(tops, truth["hosts"], strict=True):
-            big = _big_esxtop([d.dev for d in h.disks], h.nics, per)
+        for h in b.cluster.hosts:
+            top = next(p.split("/", 1)[0] for p in files if p.startswith(f"esx-{h.name}-"))
+            big = _big_esxtop([d.dev for d in h.disks], [n.name for n in h.nics], per)
             ti = tarfile.TarInfo(f"{top}/esxtop-big.csv")
             ti.size = len(big)
             tf.addfile(ti, io.BytesIO(big))
@@ -165,14 +186,15 @@ def main() -> int:
     print(f"machine: {machine}")
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
-        files, _ = build_bundle(n_hosts=4, hours=2, interval=20, n_dg=2, n_cap=3, n_vms=20, esxtop_rows=720, seed=1)
-        small = write_tgz(files, d / "small.tgz")
+        lab = simulated(*LAB, hosts=4, interval=20, min_samples=360)
+        small = write_bundle("small", upload_files(lab), d, "tgz")
         _report("4 hosts, 2 h, 20 s", small, time_load(small, runs), 150)
-        big = {"n_hosts": 16, "hours": 48, "interval": 300, "n_vms": 100, "esxtop_rows": 720}
-        files, _ = build_bundle(**big, n_dg=2, n_cap=3, seed=2)  # type: ignore[arg-type]
-        large = write_tgz(files, d / "large.tgz")
-        del files
-        _report("16 hosts, 48 h, 300 s", large, time_load(large, max(3, runs // 3)), 2000)
+        field = simulated(*FIELD_16, hosts=16, interval=300, min_samples=540)
+        large = write_bundle("large", upload_files(field), d, "tgz")
+        hours = field.samples * field.interval / 3600
+        del field
+        label = f"16 hosts ({len(load_bundle(large).host_bundles)} uploaded), {hours:.0f} h, 300 s"
+        _report(label, large, time_load(large, max(3, runs // 3)), 2000)
         _simulated(d / "sim", 2 if args.quick else 6)
         mb = 50 if args.quick else 200
         up = d / "upload.tar"

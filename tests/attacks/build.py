@@ -7,12 +7,15 @@ disk holds little.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.pipeline.pipeline_fixtures import build_bundle
+from data.simulate.generate import DUMP, Bundle
+from data.simulate.perturb import coarser_interval
+from tests.pipeline.simbundles import pick, upload
 
 MiB = 1024 * 1024
 NO_RATIO = {"VSANDX_PIPELINE_MAX_RATIO": "1000000000"}
@@ -42,8 +45,26 @@ class Big:
         return len(self.head) + len(self.block) * self.n + len(self.tail)
 
 
+def _complete(b: Bundle) -> bool:
+    """Every host uploaded with its perf dump at the usual path, a vmkernel.log and an esxtop capture:
+    the parser notes nothing missing, so what an attack adds is all it has to say."""
+    tops = {k.split("/")[0] for k in b.files if k.startswith("esx-")}
+    return (
+        b.hosts_present == b.hosts
+        and sum(p.endswith(".csv") for p in b.files) == b.hosts
+        and all(f"{t}/{DUMP}" in b.files and f"{t}/var/run/log/vmkernel.log" in b.files for t in tops)
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def _simulated() -> Bundle:
+    return pick("lab", 1, _complete, start=0)
+
+
 def _base() -> tuple[dict[str, bytes], str]:
-    files, _truth = build_bundle(n_hosts=2, hours=0.5, interval=60, n_vms=2, esxtop_rows=5)
+    """A simulated lab upload (a fresh dict each call), its perf dump at 2-minute samples to keep it
+    small (about 4 MB), and its first host folder."""
+    files = coarser_interval(upload(_simulated().files), 6)
     top = sorted({k.split("/")[0] for k in files if k.startswith("esx-")})[0]
     return files, top
 

@@ -6,26 +6,42 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from data.simulate.archive import tar_bytes
-from data.simulate.generate import simulate_bundle
+from data.simulate.generate import Bundle, simulate_bundle
+from data.simulate.topology import Host
 from models.features import UPLINK_CHECKS, _uplink_checks
 from pipeline.api import load_bundle
 from pipeline.channels import KIND_STATIC
 from pipeline.tensors import BundleTensors
-from tests.pipeline.pipeline_fixtures import build_bundle, tgz_bytes
+from tests.pipeline.simbundles import fault, first_log_time, host_top, iso, upload
 
 REAL_LOGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "samples" / "real" / "logs"
-START = dt.datetime(2026, 3, 2, 10, 0, 0)
 
 
-@pytest.fixture(scope="module")
-def small() -> tuple[dict[str, bytes], dict]:
-    return build_bundle(n_hosts=2, hours=0.5, interval=60, n_vms=2, esxtop_rows=5)
+def _flapped(b: Bundle) -> tuple[Host, str, int]:
+    """(host, vmnic, flaps) of the renegotiated uplink: the simulator logged each flap as a link down and up."""
+    link = fault(b, "net.link_degraded")
+    host = b.cluster.hosts[link.host]
+    nic = host.nics[link.nic].name
+    downs = sum(e.kind == "link_down" and e.attrs["vmnic"] == nic for e in b.events[link.host])
+    return host, nic, downs
+
+
+def _quiet_nic(b: Bundle, host: Host) -> str:
+    """A port of the host that is up and flapped nowhere in the simulated logs."""
+    h = b.cluster.hosts.index(host)
+    flapped = {e.attrs["vmnic"] for e in b.events[h] if e.kind in ("link_down", "link_up")}
+    return next(n.name for n in host.nics if n.link_up and n.name not in flapped)
+
+
+def _start(b: Bundle) -> dt.datetime:
+    return dt.datetime.fromtimestamp(int(b.plan.grid.times[0]), dt.UTC).replace(tzinfo=None)
 
 
 def _top(files: dict[str, bytes], host: str) -> str:
@@ -53,7 +69,7 @@ def _without_links(data: bytes, gz: bool) -> bytes:
 
 
 def _load(files: dict[str, bytes]) -> BundleTensors:
-    return load_bundle(tgz_bytes(files))
+    return load_bundle(tar_bytes(upload(files)))
 
 
 def _links(bt: BundleTensors, host: str, vmnic: str) -> tuple[float, float, bool]:
@@ -68,19 +84,23 @@ def _links(bt: BundleTensors, host: str, vmnic: str) -> tuple[float, float, bool
     return out[0], out[1], cov
 
 
-def test_fixture_flap_from_vmkernel_and_vobd_is_one_down(small: tuple[dict[str, bytes], dict]) -> None:
-    files, truth = small
-    h = truth["hosts"][0]
-    down, up, cov = _links(_load(files), h.name, h.nics[-1])
+def test_simulated_flap_from_vmkernel_and_vobd_is_one_down(bundle: Bundle) -> None:
+    """The renegotiating uplink's flap, logged by vmkernel (Link Down/Up, NIC Link is Up) and vobd
+    (linkstate VOBs) alike, is one link down and one link up per flap."""
+    h, nic, flaps = _flapped(bundle)
+    assert flaps == 1
+    down, up, cov = _links(_load(bundle.files), h.name, nic)
     assert (down, up, cov) == (pytest.approx(1.0), pytest.approx(1.0), True)
 
 
 @pytest.mark.parametrize("vmkernel", ["none", "without link lines", "with its own link lines"])
-def test_real_vobd_flap_is_one_link_down_and_up_of_its_nic(small: tuple[dict[str, bytes], dict], vmkernel: str) -> None:
-    files, truth = dict(small[0]), small[1]
-    h = truth["hosts"][0]
-    nic, top = h.nics[0], _top(files, h.name)
-    at = START + dt.timedelta(minutes=10)
+def test_real_vobd_flap_is_one_link_down_and_up_of_its_nic(bundle: Bundle, vmkernel: str) -> None:
+    files = dict(bundle.files)
+    h, flapped, _ = _flapped(bundle)
+    nic, top = _quiet_nic(bundle, h), str(host_top(files, h.name))
+    at = _start(bundle) + dt.timedelta(minutes=10)
+    for p in [p for p in files if p.startswith(f"{top}/var/run/log/vobd.")]:
+        del files[p]  # every rotation of the simulated vobd: the real flap is this host's vobd
     files[f"{top}/var/run/log/vobd.log"] = _real_flap(nic, at)
     for p in [p for p in files if p.startswith(f"{top}/var/run/log/vm")]:
         if vmkernel == "none":
@@ -96,27 +116,39 @@ def test_real_vobd_flap_is_one_link_down_and_up_of_its_nic(small: tuple[dict[str
         files[f"{top}/var/run/log/vmkernel.log"] += ("\n".join(lines) + "\n").encode()
     bt = _load(files)
     assert _links(bt, h.name, nic) == (pytest.approx(1.0), pytest.approx(1.0), True)
-    # The fixture's own flap of the other vmnic was in the logs replaced or filtered here.
-    assert _links(bt, h.name, h.nics[-1])[:2] == (0.0, 0.0)
+    # The simulated flap of the renegotiating uplink was in the logs replaced or filtered here.
+    assert _links(bt, h.name, flapped)[:2] == (0.0, 0.0)
     # Every VOB still counts as one VOB of that NIC.
     kt = bt.kinds["nic"]
     r, j = kt.ids.index(f"nic:{h.name}/{nic}"), kt.channels.index("ev.vob")
     assert float(np.expm1(kt.values[r, j][kt.mask[r, j]]).sum()) == pytest.approx(6.0)
 
 
-def test_down_port_is_not_a_slow_or_half_duplex_uplink(small: tuple[dict[str, bytes], dict]) -> None:
-    files, truth = dict(small[0]), small[1]
-    h = truth["hosts"][0]
-    top = _top(files, h.name)
-    head = files[f"{top}/commands/nicinfo.sh.txt"].decode().splitlines()[:2]
-    rows = [
-        f"{h.nics[0]:<6}  0000:04:00.0  ixgben  Up            Up            1000  Half    00:50:56:01:02:00  9000  Intel X550",
-        f"{h.nics[1]:<6}  0000:04:00.1  ixgben  Up            Down             0  Half    00:50:56:01:02:01  9000  Intel X550",
-    ]
-    files[f"{top}/commands/nicinfo.sh.txt"] = ("\n".join(head + rows) + "\n").encode()
+def _nic_row(text: str, nic: str, link: str, speed: str, duplex: str) -> str:
+    """nicinfo with `nic`'s Link Status, Speed and Duplex cells rewritten (its other cells kept)."""
+    lines = text.split("\n")
+    i = next(i for i, ln in enumerate(lines) if ln.startswith(nic + " "))
+    cells = re.split(r"  +", lines[i].strip())
+    cells[4:7] = [link, speed, duplex]
+    lines[i] = "  ".join(cells)
+    return "\n".join(lines)
+
+
+def test_down_port_is_not_a_slow_or_half_duplex_uplink(bundle: Bundle) -> None:
+    """nicinfo rewritten as a site shows it: the vSAN uplink at 1000 Half, another port without a cable
+    (the simulator writes a renegotiated uplink at 1000 Full, and a down port only where it is unused)."""
+    files = dict(bundle.files)
+    link = fault(bundle, "net.link_degraded")
+    h = next(x for i, x in enumerate(bundle.cluster.hosts) if i != link.host)
+    top = str(host_top(files, h.name))
+    deg_nic = h.nics[h.vsan_nic].name
+    down_nic = next(n.name for k, n in enumerate(h.nics) if k != h.vsan_nic)
+    text = files[f"{top}/commands/nicinfo.sh.txt"].decode()
+    text = _nic_row(_nic_row(text, deg_nic, "Up", "1000", "Half"), down_nic, "Down", "0", "Half")
+    files[f"{top}/commands/nicinfo.sh.txt"] = text.encode()
     kt = _load(files).kinds["nic"]
     names = KIND_STATIC["nic"]
-    deg, down = (kt.ids.index(f"nic:{h.name}/{n}") for n in h.nics)
+    deg, down = (kt.ids.index(f"nic:{h.name}/{n}") for n in (deg_nic, down_nic))
     st = {n: (kt.static[:, j], kt.static_mask[:, j]) for j, n in enumerate(names)}
     assert st["speed_gbps"][0][deg] == 1.0 and st["duplex_full"][0][deg] == 0.0
     assert not st["speed_gbps"][1][down] and not st["duplex_full"][1][down]  # unknown, not 0 and half
@@ -128,16 +160,20 @@ def test_down_port_is_not_a_slow_or_half_duplex_uplink(small: tuple[dict[str, by
     assert share > 0 and checks[deg, 0] > 0 and checks[deg, 1] == pytest.approx(share)
 
 
-def test_nfs_deterioration_attaches_to_no_vsan_disk(small: tuple[dict[str, bytes], dict]) -> None:
+def test_nfs_deterioration_attaches_to_no_vsan_disk(bundle: Bundle) -> None:
     """Even where the NFS volume's name carries a vSAN disk's UUID, or names its device."""
     path = REAL_LOGS / "esxi8_vmkernel_vmkwarning_nfs.log"
     if not path.exists():
         pytest.skip(f"real sample {path} absent (../shared/samples/real/logs is not checked out here)")
-    files, truth = dict(small[0]), small[1]
-    h = truth["hosts"][0]
-    top, disk = _top(files, h.name), h.disks[-1]
+    files = dict(bundle.files)
+    h = bundle.cluster.hosts[0]
+    top, disk = str(host_top(files, h.name)), h.disks[-1]
     real = path.read_text().replace("0753971d-bf82-42f2-a175-d2ac9f412633", disk.uuid)
-    at = (START + dt.timedelta(minutes=12)).strftime("%Y-%m-%dT%H:%M:%S")
+    # a moment where this host's vmkernel/vmkwarning and vobd logs already cover the grid
+    t = max(first_log_time(files, top, ["vmkernel", "vmkwarning"]), first_log_time(files, top, ["vobd"])) + 60
+    g = bundle.plan.grid
+    assert t < g.times[-1] - 600
+    at = iso(t)[:19]
     nfs = "".join(at + ln[19:] + "\n" for ln in real.splitlines())
     nfs += f"{at}.500Z Wa(180) vmkwarning: cpu2:2097803)WARNING: NFS: 5544: NFS volume {disk.dev} performance has deteriorated.\n"
     vob = f"{at}.600Z: [vmfsCorrelator] 1us: [esx.problem.vmfs.nfs.server.disconnect] 192.168.33.2 {disk.dev} {disk.uuid}\n"
@@ -149,6 +185,8 @@ def test_nfs_deterioration_attaches_to_no_vsan_disk(small: tuple[dict[str, bytes
         a, b = base.kinds[kind], bt.kinds[kind]
         ev = [j for j, c in enumerate(b.channels) if c.startswith("ev.")]
         assert np.array_equal(a.values[:, ev], b.values[:, ev]), kind
+        step = int((t - bt.start) // bt.step_s)
+        assert b.mask[:, ev, step].any(), kind  # the logs cover that step: a disk event there would count
     hk = bt.kinds["host"]
     r, j = hk.ids.index(f"host:{h.name}"), hk.channels.index("ev.vob")
     before = base.kinds["host"].values[r, j]

@@ -1,24 +1,28 @@
 # ruff: noqa: E501 - log lines and tables are quoted verbatim
-"""Every parser against fixture content (spec formats) and against the real public samples."""
+"""Every parser against simulator content (spec formats) and against the real public samples."""
 
 from __future__ import annotations
 
 import gzip
 import io
+import re
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
 
+from data.simulate.archive import tar_bytes
+from data.simulate.generate import Bundle
 from pipeline.parse import cmmds, esxcli, esxtop, logs, perfdump, vscsistats
-from pipeline.parse.bundle import classify, parse_members
+from pipeline.parse.bundle import ParsedBundle, classify, parse_members
 from pipeline.read import ReadReport, iter_members
-from tests.pipeline.pipeline_fixtures import tgz_bytes
+from tests.pipeline.simbundles import host_top
 
 
-def parse(files: dict[str, bytes]):
+def parse(files: dict[str, bytes]) -> ParsedBundle:
     rep = ReadReport()
-    return parse_members(iter_members(tgz_bytes(files)), "<t>", rep)
+    return parse_members(iter_members(tar_bytes(files)), "<t>", rep)
 
 
 def stream(data: bytes) -> io.BufferedReader:
@@ -26,8 +30,7 @@ def stream(data: bytes) -> io.BufferedReader:
 
 
 # ------------------------------------------------------------------ sniffing, never by name
-def test_every_fixture_file_classified_by_content(bundle: tuple[dict[str, bytes], dict]) -> None:
-    files, _ = bundle
+def test_every_bundle_file_classified_by_content(bundle: Bundle) -> None:
     want = {
         "perf_stats_with_dump": "perfdump",
         "cmmds-tool": "cmmds",
@@ -39,23 +42,35 @@ def test_every_fixture_file_classified_by_content(bundle: tuple[dict[str, bytes]
         "vobd.log": "log",
         "vmkwarning.log": "log",
     }
-    for path, data in files.items():
+    seen = set()
+    for path, data in bundle.files.items():
         for frag, kind in want.items():
             if frag in path and data.strip():
                 assert classify("x/renamed.bin", data[:65536]) == kind, path
+                seen.add(frag)
+    assert seen == set(want)
 
 
-def test_renamed_files_still_parse(bundle: tuple[dict[str, bytes], dict]) -> None:
-    files, _ = bundle
+def test_renamed_files_still_parse(bundle: Bundle) -> None:
+    files = bundle.files
     renamed = {}
     for i, (p, d) in enumerate(files.items()):
+        if "/" not in p:  # labels.json, at the root
+            renamed[p] = d
+            continue
         top, rest = p.split("/", 1)
         keep = rest.startswith("var/run/log/")  # log *source* (vmkernel/vobd) is taken from the name
         renamed[f"{top}/{rest if keep else f'file{i}.dat'}"] = d
-    pb = parse(renamed)
-    assert len(pb.perf) == len(parse(files).perf) > 0
-    assert len(pb.cmmds.hosts) == 3
-    assert all(f.storage and f.nics and f.vmknics and f.esxtop for f in pb.folders.values())
+    pb, orig = parse(renamed), parse(files)
+    assert len(pb.perf) == len(orig.perf) > 0
+    assert len(pb.cmmds.hosts) == bundle.hosts
+    assert len(pb.folders) == bundle.hosts_present == bundle.hosts
+    assert all(f.storage and f.nics and f.vmknics and f.logs for f in pb.folders.values())
+    # every esxtop capture is found again, in its host folder or loose beside them
+    captures = sum(p.endswith(".csv") for p in files)
+    found = sum(len(f.esxtop) for f in pb.folders.values()) + len(pb.loose_esxtop)
+    assert captures > 0 and found == captures
+    assert {k: len(f.esxtop) for k, f in pb.folders.items()} == {k: len(f.esxtop) for k, f in orig.folders.items()}
 
 
 # ------------------------------------------------------------------ perf dump
@@ -142,13 +157,14 @@ def test_perf_json_form() -> None:
     assert p.entities["host-cpu:u"].metrics["pcpuUtilPct"][:2].tolist() == [1, 2]
 
 
-def test_fixture_dump_has_every_spec_metric(bundle: tuple[dict[str, bytes], dict]) -> None:
-    from tests.pipeline.pipeline_fixtures import METRICS
-
-    pb = parse(bundle[0])
+def test_simulated_dump_has_every_spec_metric(checker: ModuleType, bundle: Bundle) -> None:
+    """Every metric the spec requires (the reference validator's list) and every one the simulator wrote."""
+    pb = parse(bundle.files)
+    assert set(checker.REQUIRED) <= {e.etype for e in pb.perf.values()}
     for e in pb.perf.values():
-        assert set(METRICS[e.etype]) <= set(e.metrics)
-        assert len(e.times) == bundle[1]["n"]
+        assert set(checker.REQUIRED.get(e.etype, ())) <= set(e.metrics)
+        assert set(bundle.metrics[e.etype][e.eid]) == set(e.metrics)
+        assert len(e.times) == bundle.samples
 
 
 # ------------------------------------------------------------------ CMMDS
@@ -192,16 +208,21 @@ def test_cmmds_garbage_is_empty_not_an_error() -> None:
 
 
 # ------------------------------------------------------------------ esxcli tables
-def test_storage_and_network_lists(bundle: tuple[dict[str, bytes], dict]) -> None:
-    files, truth = bundle
-    h = truth["hosts"][0]
-    st = next(d for p, d in files.items() if "storage-list" in p and h.name in p)
-    rows = esxcli.parse_storage_list(st.decode())
+def test_storage_and_network_lists(bundle: Bundle) -> None:
+    files = bundle.files
+    h = bundle.cluster.hosts[0]
+    top = host_top(files, h.name)
+    assert bundle.cluster.dedup  # the shared bundle is all-flash with deduplication: the flags are set
+    rows = esxcli.parse_storage_list(files[f"{top}/commands/localcli_vsan-storage-list.txt"].decode())
     assert {r.device for r in rows} == {d.dev for d in h.disks}
-    cache = next(r for r in rows if r.uuid == h.disks[0].uuid)
+    group = h.disk_groups[0]
+    cache = next(r for r in rows if r.uuid == group.cache.uuid)
     assert cache.is_capacity is False and cache.dedup is True and cache.is_ssd
-    net = next(d for p, d in files.items() if "network-list" in p)
-    assert esxcli.parse_network_list(net.decode())[0].name == "vmk1"
+    cap = next(r for r in rows if r.uuid == group.capacity[0].uuid)
+    assert cap.is_capacity is True and cap.dedup is True
+    net = files[f"{top}/commands/localcli_vsan-network-list.txt"].decode()
+    vmk = re.search(r"VmkNic Name: (\S+)", net)
+    assert vmk is not None and esxcli.parse_network_list(net)[0].name == vmk.group(1)
 
 
 def test_nicinfo_columns() -> None:
@@ -350,11 +371,11 @@ def test_real_esxtop_spreadsheet_export(real: Path) -> None:
     assert cap.host["cpu_util"][0] == pytest.approx((24.42 + 40.86) / 2)
 
 
-def test_real_esxtop_inside_bundle_is_attached_by_folder(real: Path, bundle: tuple[dict[str, bytes], dict]) -> None:
+def test_real_esxtop_inside_bundle_is_attached_by_folder(real: Path, bundle: Bundle) -> None:
     from pipeline.topology import build_topology
 
-    files = dict(bundle[0])
-    top = next(iter(files)).split("/", 1)[0]
+    files = dict(bundle.files)
+    top = str(host_top(files, bundle.cluster.hosts[0].name))
     files[f"{top}/real.csv"] = (real / "esxtop" / "rach-sharp_esxtopd__small-esxtop-data.csv").read_bytes()
     files["loose/real2.csv"] = (real / "esxtop" / "gsliu_VisualEsxtopOnline__origincsvfile.csv").read_bytes()
     pb = parse(files)
