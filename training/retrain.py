@@ -27,6 +27,8 @@ from models.metrics import component_accuracy, exact_match
 from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, load_dataset
+from training.model_card import model_card
+from training.report import score_model
 from training.run import (
     TRAINING_SETS,
     TrainConfig,
@@ -204,10 +206,18 @@ def retrain(
             if sc is not None:
                 metrics |= {f"{name}_exact_match": sc.exact_match, f"{name}_component_accuracy": sc.component_accuracy}
         run.log_metrics(metrics)
-        run.log_model_folder(candidate.save(out / "candidate"))
+        data = {
+            "train": f"the champion's recipe on simulated bundles plus {len(fb_train)} engineer-labelled "
+            f"bundles ({settings.retrain_feedback_weight} copies each)",
+            "judged on": f"{len(Xt)} simulated field bundles and {len(Xf)} engineer-labelled ones held back",
+        }
+        served = score_model(f"retrain candidate ({trigger})", "retrain", candidate, Xt, yt, 0.0)
+        card = model_card(settings.registered_model, served, [], data, asdict(cfg))
+        run.log_model_folder(candidate.save(out / "candidate"), card)
         ref = tracker.register(
-            run.id, settings.registered_model, tags=_version_tags(run.id, cand_field, cand_fb, specs["test"])
-        )
+            run.id, settings.registered_model, tags=_version_tags(run.id, cand_field, cand_fb, specs["test"]),
+            description=f"retrain candidate ({trigger}, {len(feedback)} feedback bundles): {decision.reason}",
+        )  # fmt: skip
         verdict = "promoted" if decision.promote else "kept"
         run.set_tags({"decision": verdict, "reason": decision.reason, "candidate_version": ref.version})
         run.log_dict(

@@ -2,9 +2,12 @@
 its `champion` alias. Embedded default: SQLite tracking store and an artifact folder under
 VSANDX_DATA_DIR; any tracking server by URI (VSANDX_MLFLOW_TRACKING_URI).
 
-Models are registered as plain artifact folders (JSON config + safetensors written by
-models.base.Diagnoser.save), so loading a champion never unpickles anything. `fetch_model` is the one
-way any caller gets a model folder: training, retraining, serving and the CLI.
+A registered version is an MLflow Model: a `python_function` flavour whose loader module is
+diagnosis.pyfunc (nothing pickled), with a signature, an input example and a model card; the vsandx
+model folder it loads (JSON config + safetensors written by models.base.Diagnoser.save) lies under
+`data/vsandx`. So `mlflow.pyfunc.load_model("models:/vsandx-diagnoser@champion")` diagnoses bundles,
+and `fetch_model`, the one way any caller of ours gets a model folder (training, retraining, serving
+and the CLI), finds the same folder inside it (or a plain folder, as versions before this were).
 
 MLflow itself is imported on first use (`_mlflow()`): it costs 1.5 s and ~100 MB, which a `vsandx
 diagnose` whose champion is already cached never needs to pay.
@@ -23,12 +26,31 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pipeline.tensors import SCHEMA_VERSION
+from training.model_files import (
+    MODEL_DATA,
+    NoModel,
+    model_folder,
+    parse_model_uri,
+    read_json,
+    store_stamp,
+    write_atomic,
+)
+from training.provenance import flat_params, git_tags, requirements
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
 CHAMPION = "champion"
 MODEL_ARTIFACT = "model"
+LOADER_MODULE = "diagnosis.pyfunc"
+MODEL_CARD = "model_card.md"
+MAX_PARAMS = 100  # per MLflow log_batch call
+REGISTERED_DESCRIPTION = (
+    "vsandx diagnoser: reads a vSAN/ESXi support bundle and names the faulty component (disk, disk "
+    "group, NIC, host, cluster) and the fault, per the project's faults.md. Load with MLflow alone: "
+    "mlflow.pyfunc.load_model('models:/<name>@champion').predict(pandas.DataFrame({'path': [bundle]})) "
+    "returns one vsandx.diagnosis/1 document per bundle. Each version carries a model card (model_card.md)."
+)
 logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
@@ -73,8 +95,17 @@ class Run:
     def log_artifact(self, path: Path, folder: str | None = None) -> None:
         _mlflow().log_artifact(str(path), folder)
 
-    def log_model_folder(self, folder: Path) -> None:
-        _mlflow().log_artifacts(str(folder), MODEL_ARTIFACT)
+    def log_model_folder(self, folder: Path, card: str | None = None) -> None:
+        """The model folder as an MLflow Model (pyfunc flavour, signature, input example) with its
+        model card, logged under `model/` of this run."""
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="vsandx-mlmodel-") as tmp:
+            path = Path(tmp) / MODEL_ARTIFACT
+            save_pyfunc(folder, path)
+            if card is not None:
+                (path / MODEL_CARD).write_text(card)
+            _mlflow().log_artifacts(str(path), MODEL_ARTIFACT)
 
 
 class Tracker:
@@ -102,23 +133,28 @@ class Tracker:
         nested: bool = False,
     ) -> Iterator[Run]:
         """A run that records its parameters, the resolved config and the pipeline schema version."""
-        all_tags = {"pipeline_schema": SCHEMA_VERSION, **(tags or {})}
+        all_tags = {"pipeline_schema": SCHEMA_VERSION, **git_tags(), **(tags or {})}
         mlflow = _mlflow()
         with mlflow.start_run(experiment_id=self.experiment_id, run_name=name, tags=all_tags, nested=nested) as r:
-            mlflow.log_params({k: _param(v) for k, v in params.items()})
+            flat = list(flat_params(params).items())
+            for i in range(0, len(flat), MAX_PARAMS):
+                mlflow.log_params(dict(flat[i : i + MAX_PARAMS]))
             mlflow.log_dict({"params": dict(params), "config": dict(config or {}),
                              "pipeline_schema": SCHEMA_VERSION}, "config.json")  # fmt: skip
             yield Run(r.info.run_id)
 
-    def register(self, run_id: str, name: str, tags: Mapping[str, str] | None = None) -> ModelRef:
-        """A new version of `name` from the run's model folder (no alias yet)."""
+    def register(
+        self, run_id: str, name: str, tags: Mapping[str, str] | None = None, description: str | None = None
+    ) -> ModelRef:
+        """A new version of `name` from the run's model folder (no alias yet), with `description`."""
         try:
-            self.client.create_registered_model(name)
+            self.client.create_registered_model(name, description=REGISTERED_DESCRIPTION)
         except _mlflow_error():  # it exists already
-            pass
+            if not self.client.get_registered_model(name).description:
+                self.client.update_registered_model(name, description=REGISTERED_DESCRIPTION)
         source = f"{self.client.get_run(run_id).info.artifact_uri}/{MODEL_ARTIFACT}"
         all_tags = {"pipeline_schema": SCHEMA_VERSION, **(tags or {})}
-        mv = self.client.create_model_version(name, source, run_id=run_id, tags=all_tags)
+        mv = self.client.create_model_version(name, source, run_id=run_id, tags=all_tags, description=description)
         return ModelRef(name, str(mv.version), run_id, source, dict(all_tags))
 
     def promote(self, ref: ModelRef, alias: str = CHAMPION) -> None:
@@ -151,14 +187,32 @@ def embedded_uri(data_dir: Path) -> str:
     return f"sqlite:///{(data_dir / 'mlflow.db').resolve()}"
 
 
-def _param(v: Any) -> str:
-    """MLflow params are strings of at most 6000 characters."""
-    text = v if isinstance(v, str) else json.dumps(v, default=str)
-    return text[:6000]
+def save_pyfunc(folder: Path, path: Path) -> Path:
+    """An MLflow Model at `path` around the vsandx model folder `folder` (copied to data/vsandx):
+    the pyfunc flavour loads it through diagnosis.pyfunc, no pickle; input: a DataFrame with a `path`
+    (string) or `content` (bytes) column per bundle; output: one diagnosis document per row."""
+    import pandas as pd
+    from mlflow.models.signature import ModelSignature
+    from mlflow.types.schema import AnyType, ColSpec, Schema
 
-
-class NoModel(LookupError):
-    """No model at that URI, or none registered under that name and alias or version."""
+    signature = ModelSignature(
+        inputs=Schema([ColSpec("string", "path", required=False), ColSpec("binary", "content", required=False)]),
+        outputs=Schema([ColSpec(AnyType(), "diagnosis")]),
+    )
+    _mlflow().pyfunc.save_model(
+        str(path),
+        loader_module=LOADER_MODULE,
+        data_path=str(folder),
+        signature=signature,
+        input_example=pd.DataFrame({"path": ["/path/to/vsan-support-bundle.tgz"]}),
+        pip_requirements=requirements(),
+    )
+    copied = path / "data" / folder.name
+    if copied != path / MODEL_DATA:  # save_model keeps the folder's own name; the loader expects vsandx
+        os.rename(copied, path / MODEL_DATA)
+        mlmodel = path / "MLmodel"
+        mlmodel.write_text(mlmodel.read_text().replace(f"data: data/{folder.name}\n", f"data: {MODEL_DATA}\n"))
+    return path
 
 
 @dataclass(frozen=True)
@@ -185,23 +239,11 @@ def fetch_model(uri: str | None, data_dir: Path, tracking_uri: str | None = None
         if not (folder / "config.json").is_file():
             raise NoModel(f"{uri}: not a saved vsandx model folder (no config.json)")
         return ModelFolder(folder, folder.name, f"file:{folder}", None)
-    name, alias, version = _parse_model_uri(uri or f"models:/{default_name}@{CHAMPION}")
+    name, alias, version = parse_model_uri(uri or f"models:/{default_name}@{CHAMPION}")
     ref, tracker = _resolve(data_dir, tracking_uri, name, alias, version)
     final = data_dir / "models" / name / ref.version
-    return ModelFolder(download_once(ref.source, final, data_dir, tracking_uri, tracker), name, ref.version, ref)
-
-
-def _parse_model_uri(uri: str) -> tuple[str, str | None, str | None]:
-    rest = uri.removeprefix("models:/")
-    name, at, alias = rest.partition("@")
-    if at:
-        if not name or not alias:
-            raise NoModel(f"{uri}: expected models:/<name>@<alias>")
-        return name, alias, None
-    name, slash, version = rest.rpartition("/")
-    if not slash or not name or not version.isdigit():
-        raise NoModel(f"{uri}: expected models:/<name>@<alias> or models:/<name>/<version>")
-    return name, None, version
+    got = download_once(ref.source, final, data_dir, tracking_uri, tracker)
+    return ModelFolder(model_folder(got), name, ref.version, ref)
 
 
 def _resolve(
@@ -210,35 +252,23 @@ def _resolve(
     """The registry entry, and the Tracker that asked for it (None when the memo answered)."""
     what = f"{name}@{alias}" if alias else f"{name} version {version}"
     how = "train one with `vsandx train --quick`, or give a model folder with --model"
-    stamp = _store_stamp(data_dir) if tracking_uri is None else None
+    stamp = store_stamp(data_dir) if tracking_uri is None else None
     if tracking_uri is None and stamp is None:
         raise NoModel(f"no model registered as {what}: no registry yet under {data_dir}; {how}")
     memo = data_dir / "models" / "resolved.json"
     key = f"{name}@{alias}" if alias else f"{name}/{version}"
     if stamp is not None:
-        hit = _read_json(memo).get(key)
+        hit = read_json(memo).get(key)
         if hit and hit.get("stamp") == stamp:
             return ModelRef(**hit["ref"]), None
     tracker = Tracker(data_dir, tracking_uri)
     ref = tracker.champion(name, alias) if alias else tracker.version(name, version or "")
     if ref is None:
         raise NoModel(f"no model registered as {what} in {tracker.uri}; {how}")
-    if stamp is not None and _store_stamp(data_dir) == stamp:  # nothing moved while we asked
-        doc = _read_json(memo) | {key: {"stamp": stamp, "ref": ref.__dict__}}
-        _write_atomic(memo, json.dumps(doc, indent=1))
+    if stamp is not None and store_stamp(data_dir) == stamp:  # nothing moved while we asked
+        doc = read_json(memo) | {key: {"stamp": stamp, "ref": ref.__dict__}}
+        write_atomic(memo, json.dumps(doc, indent=1))
     return ref, tracker
-
-
-def _store_stamp(data_dir: Path) -> list[int] | None:
-    """Size and mtime of the embedded SQLite store and its journals; None when there is no store."""
-    db = data_dir / "mlflow.db"
-    if not db.exists():
-        return None
-    out: list[int] = []
-    for p in (db, db.with_name("mlflow.db-wal"), db.with_name("mlflow.db-journal")):
-        st = p.stat() if p.exists() else None
-        out += [st.st_size, st.st_mtime_ns] if st else [-1, -1]
-    return out
 
 
 def download_once(
@@ -272,18 +302,3 @@ def download_once(
             shutil.rmtree(work, ignore_errors=True)
             raise
     return final / done.read_text()
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)

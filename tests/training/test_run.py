@@ -66,6 +66,31 @@ def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) 
     assert (settings.data_dir / "sweeps" / "winners.json").exists()
 
 
+def test_mlflow_shows_a_described_model_with_its_card_and_named_trials(trained: tuple[Settings, Trained]) -> None:
+    """What an ML engineer sees in MLflow's own client: a described model whose version carries a model
+    card, flat parameters on the parent run, trials told apart by name, the git commit."""
+    from training.model_files import model_folder
+    from training.tracking import MODEL_CARD, download_once
+
+    settings, done = trained
+    tr = Tracker(settings.data_dir)
+    model = tr.client.get_registered_model(settings.registered_model)
+    mv = tr.client.get_model_version(settings.registered_model, done.version)
+    assert "mlflow.pyfunc.load_model" in (model.description or "")
+    assert "field test set exact match" in (mv.description or "") and "model_card.md" in (mv.description or "")
+    got = download_once(mv.source, settings.data_dir / "card-check", settings.data_dir)
+    card = (got / MODEL_CARD).read_text()
+    for part in ("## Intended use", "## Training data", "## Test results", "## Known limits", "cnn-ensemble + rules"):
+        assert part in card
+    assert (model_folder(got) / "config.json").is_file()
+    parent = tr.client.get_run(mv.run_id or "")
+    assert parent.data.params["preset.lab"] == "24" and parent.data.params["preset.families"] == '["cnn_small"]'
+    assert len(parent.data.tags["mlflow.source.git.commit"]) == 40
+    trials = tr.client.search_runs([tr.experiment_id], f"tags.mlflow.parentRunId = '{mv.run_id}'")
+    names = [r.info.run_name for r in trials if "trial" in (r.info.run_name or "")]
+    assert len(names) == 2 and len(set(names)) == 2 and all(n.startswith("cnn_small-trial-") for n in names)
+
+
 def test_champion_diagnoses_a_bundle(trained: tuple[Settings, Trained], tmp_path: Path) -> None:
     settings, _ = trained
     simulate_many("lab", 1, tmp_path, seed=5, progress=False)
@@ -109,7 +134,7 @@ def test_training_set_is_lab_plus_varied_never_the_field_sets(trained: tuple[Set
     parts = json.loads((mix / "dataset.json").read_text())["parts"]
     assert [(p["profile"], p["n"]) for p in parts] == [("lab", cfg.lab), ("field", cfg.varied)]
     assert len(list(mix.glob("*.npz"))) == cfg.lab + cfg.varied
-    assert f"({cfg.lab} lab + {cfg.varied} varied)" in done.report.read_text()
+    assert f"({cfg.lab} lab + {cfg.varied} varied field-profile" in done.report.read_text()
 
 
 def test_datasets_are_built_with_the_services_pipeline_configuration(
