@@ -1,3 +1,4 @@
-"""Bug trackers and email, without the database or the queue: webhook intake (webhooks: accept a
+"""Bug trackers and email, importing neither the store nor the queue: webhook intake (webhooks: admit a
 delivery, run its work), the Bugzilla and GitHub clients, attachments as streams, the flow of a
-delivery (flow: where a comment is posted), email (notify) and the ledgers of what was seen and sent."""
+delivery (flow: where a comment is posted), email (notify) and the ledgers of deliveries seen and
+messages sent (over SQL tables the caller hands in)."""
