@@ -1,6 +1,9 @@
 """Prometheus metrics (prometheus_client), one registry per app: HTTP requests and latencies (by
-route template), upload-to-diagnosis latency, and, read from the database at scrape time so that
-every worker's work counts, the queue depth by status, diagnoses by verdict and the served model."""
+route template), webhook deliveries by tracker and outcome, the API process's `process_*`, and, read
+from the database at scrape time so that every worker's work counts (embedded threads, `vsandx
+worker` processes, Celery workers on any host): jobs of every kind by status, the diagnosis latency
+histograms the workers observe (service.store.metric_store), diagnoses by verdict and the served
+model."""
 
 from __future__ import annotations
 
@@ -8,13 +11,13 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from diagnosis.serving import ModelHolder
-from service.store import diagnosis_store, job_store
+from service.store import diagnosis_store, job_store, metric_store
 from service.store.db import Database
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -31,21 +34,32 @@ class StateCollector(Collector):
         self.database, self.holder, self.queue_name = database, holder, queue_name
 
     def collect(self) -> Iterator[Metric]:
-        depth = GaugeMetricFamily("vsandx_jobs", "Diagnosis jobs by status", labels=["queue", "status"])
+        depth = GaugeMetricFamily(
+            "vsandx_jobs",
+            "Jobs by kind (diagnose; webhook: a tracker delivery's work, when the embedded queue holds it; "
+            "retrain) and status",
+            labels=["queue", "kind", "status"],
+        )
         verdicts = GaugeMetricFamily(
             "vsandx_diagnoses_by_verdict", "Finished diagnoses by fault found (none = healthy)", labels=["verdict"]
         )
         with self.database.session() as db:
-            for status, n in job_store.queue_depth(db).items():
-                depth.add_metric([self.queue_name(), status], n)
+            for (kind, status), n in sorted(job_store.jobs_by_kind(db).items()):
+                depth.add_metric([self.queue_name(), kind, status], n)
             for fault, n in sorted(diagnosis_store.verdict_counts(db).items()):
                 verdicts.add_metric([fault], n)
+            histograms = [(spec, metric_store.read(db, spec)) for spec in metric_store.HISTOGRAMS]
         yield depth
         yield verdicts
+        for spec, got in histograms:
+            family = HistogramMetricFamily(spec.name, spec.help, labels=list(spec.labels))
+            for h in got:
+                family.add_metric([h.labels[k] for k in spec.labels], h.buckets, h.total)
+            yield family
         queued = GaugeMetricFamily("vsandx_queue_depth", "Jobs waiting or running", labels=["queue"])
         queued.add_metric(
             [self.queue_name()],
-            sum(s.value for s in depth.samples if s.labels["status"] != "done" and s.labels["status"] != "failed"),
+            sum(s.value for s in depth.samples if s.labels["status"] in ("queued", "running")),
         )
         yield queued
         info = self.holder.current_model_info()
@@ -67,13 +81,16 @@ class Metrics:
             buckets=BUCKETS,
             registry=self.registry,
         )
-        self.diagnosis = Histogram(
-            "vsandx_upload_to_diagnosis_seconds",
-            "Upload to finished diagnosis, for requests that waited (?wait=true)",
-            buckets=BUCKETS,
+        # labels: the tracker (the route's own) and service.trackers.webhooks.OUTCOMES, never the request's
+        self.webhooks = Counter(
+            "vsandx_webhook_deliveries",
+            "Tracker webhook deliveries by tracker and outcome (queued, ignored, stale, replay, unauthorized, "
+            "bad_payload, too_large, unconfigured, queue_failed)",
+            ["tracker", "outcome"],
             registry=self.registry,
         )
         self.registry.register(StateCollector(database, holder, queue_name))
+        ProcessCollector(registry=self.registry)  # process_*: this API process (/proc; nothing elsewhere)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from service.api.deps import WebhookContext, Webhooks
+from service.api.metrics import Metrics
 from service.trackers.webhooks import WEBHOOK_MAX_BODY, Source, accept
 
 log = logging.getLogger(__name__)
@@ -36,9 +37,18 @@ async def _body(request: Request) -> bytes | None:
     return bytes(got)
 
 
+def _count(request: Request, source: Source, outcome: str) -> None:
+    """vsandx_webhook_deliveries_total{tracker, outcome}, when the app keeps metrics (service.app does)."""
+    metrics = getattr(request.app.state, "metrics", None)
+    if isinstance(metrics, Metrics):
+        metrics.webhooks.labels(source, outcome).inc()
+
+
 async def _handle(request: Request, ctx: WebhookContext, source: Source) -> JSONResponse:
-    body = await _body(request)
+    """Every answer counts once, by outcome (service.trackers.webhooks.OUTCOMES)."""
+    body = await _body(request)  # JSON or a form (GitHub's `payload` field): bounded alike, decoded by accept
     if body is None:
+        _count(request, source, "too_large")
         return JSONResponse({"error": f"payload over {WEBHOOK_MAX_BODY} bytes"}, 413)
     # the ledger may be a database: off the event loop
     answer = await run_in_threadpool(accept, source, body, dict(request.headers), ctx.settings, ctx.ledger)
@@ -49,7 +59,9 @@ async def _handle(request: Request, ctx: WebhookContext, source: Source) -> JSON
             log.exception("%s webhook: could not queue delivery %s", source, answer.payload.get("delivery"))
             for key in answer.claimed:
                 await run_in_threadpool(ctx.ledger.forget, key)
+            _count(request, source, "queue_failed")
             return JSONResponse({"error": f"could not queue the work: {type(e).__name__}"}, 503)
+    _count(request, source, answer.outcome)
     return JSONResponse(answer.payload, answer.status)
 
 
@@ -60,4 +72,5 @@ async def bugzilla_webhook(request: Request, ctx: Webhooks) -> JSONResponse:
 
 @router.post("/github")
 async def github_webhook(request: Request, ctx: Webhooks) -> JSONResponse:
+    """JSON or `application/x-www-form-urlencoded` (the signature is over the body as sent)."""
     return await _handle(request, ctx, "github")

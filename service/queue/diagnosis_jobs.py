@@ -9,8 +9,10 @@ woken at once when the API accepts a job, and any number of `vsandx worker` proc
 database, polling every VSANDX_POLL_S. A worker that dies (killed, machine restarted) leaves its job
 `running` with a lease; when the lease (VSANDX_LEASE_S) runs out, any worker claims it again. Nothing
 accepted is lost because nothing lives outside the database. With Celery the same `execute` runs inside
-the task. The embedded queue's workers also run the bug trackers' webhook deliveries (jobs of kind
-`webhook`, service.queue.webhook_jobs), which build on this module.
+the task. Each diagnosis's time is observed here, where it runs, into the database
+(service.store.metric_store), so /metrics shows every worker's. The embedded queue's workers also run
+the bug trackers' webhook deliveries (jobs of kind `webhook`, service.queue.webhook_jobs), which build
+on this module.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import socket
 import threading
 import time
 from contextlib import AbstractContextManager
+from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
@@ -28,7 +31,7 @@ from diagnosis.serving import ModelHolder, ModelUnavailable
 from pipeline.errors import BundleError
 from service.queue.doorbell import process_alive
 from service.queue.watchdog import process_watchdog
-from service.store import bundle_store, chart_store, diagnosis_store, job_store
+from service.store import bundle_store, chart_store, diagnosis_store, job_store, metric_store
 from service.store.db import Database
 from service.store.tables import Job
 from vsandx.settings import ServiceSettings
@@ -69,7 +72,7 @@ def execute(db: Session, settings: ServiceSettings, holder: ModelHolder, job: Jo
     """Run a claimed job to its end; returns the final status ("done" / "failed" / "lost" when another
     attempt took it over). Bad bundles and refused models fail the job with the reason; transient
     errors raise Transient after giving the job back to the queue."""
-    attempt, job_id, sha, filename = job.attempts, job.id, job.sha256, job.filename
+    attempt, job_id, sha, filename, created = job.attempts, job.id, job.sha256, job.filename, job.created_at
     try:
         holder.maybe_refresh()
         predictor = holder.get()
@@ -81,27 +84,39 @@ def execute(db: Session, settings: ServiceSettings, holder: ModelHolder, job: Jo
         path = bundle_store.bundle_path(settings, sha)
         if path is None:
             return _fail(db, job_id, attempt, f"{filename}: the uploaded bytes are no longer stored (retention)")
+        t0 = time.monotonic()
         with _watched(settings, db, job_id, attempt, filename):
             try:
                 doc, parsed = predictor.diagnose_stored(path, sha, name=filename)  # streamed, not re-hashed
             except BundleError as e:
-                return _fail(db, job_id, attempt, e.for_upload(filename, path))
+                return _fail(db, job_id, attempt, e.for_upload(filename, path), t0)
             except MemoryError:
-                return _fail(db, job_id, attempt, f"{filename}: out of memory while reading the bundle")
+                return _fail(db, job_id, attempt, f"{filename}: out of memory while reading the bundle", t0)
             except Exception as e:  # the model failed on this bundle (SchemaMismatch, a bug): fail it, go on
                 log.exception("diagnosis of %s failed", filename)
-                return _fail(db, job_id, attempt, f"{filename}: diagnosis failed: {type(e).__name__}: {e}")
+                return _fail(db, job_id, attempt, f"{filename}: diagnosis failed: {type(e).__name__}: {e}", t0)
             chart_store.draw(settings, doc, parsed)  # before the diagnosis shows: from this parse, not another
             del parsed
         found = diagnosis_store.record_diagnosis(db, sha, doc)
+        _observe(db, metric_store.DIAGNOSIS_SECONDS, time.monotonic() - t0, outcome="done")
     if job_store.complete_job(db, job_id, attempt, found.id):
+        _observe(db, metric_store.UPLOAD_TO_DIAGNOSIS, (datetime.now(UTC) - created).total_seconds())
         return "done"
     log.warning("job %s attempt %d finished after another attempt took it over; result kept once", job_id, attempt)
     return "lost"
 
 
-def _fail(db: Session, job_id: str, attempt: int, reason: str) -> str:
+def _fail(db: Session, job_id: str, attempt: int, reason: str, started: float | None = None) -> str:
+    """Fail the job; `started` (monotonic): when its diagnosis began, observed as a failed one."""
+    if started is not None:
+        _observe(db, metric_store.DIAGNOSIS_SECONDS, time.monotonic() - started, outcome="failed")
     return "failed" if job_store.fail_job(db, job_id, attempt, reason) else "lost"
+
+
+def _observe(db: Session, spec: metric_store.HistogramSpec, value: float, **labels: str) -> None:
+    """Record where the work ran, in the database, on a session of its own (a metric never fails a job)."""
+    with Session(db.get_bind()) as own:
+        metric_store.observe(own, spec, value, **labels)
 
 
 def _watched(

@@ -90,6 +90,7 @@ def summary(out: Outcome) -> dict[str, Any]:
         ],
         "refused": out.refused,
         "comment_id": out.comment_id,
+        "asked_for_bundle": out.asked,
         "mails_sent": [m.message_id for m in out.mails if m.sent],
         "mail_errors": out.mail_errors,
     }

@@ -16,7 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from service.store.db import raced
-from service.store.tables import Job, utcnow
+from service.store.tables import Job, RetrainDecision, utcnow
 
 
 def create_job(db: Session, sha256: str, filename: str, kind: str = "diagnose", job_id: str | None = None) -> Job:
@@ -159,6 +159,20 @@ def stale_jobs(db: Session, queued_for_s: float, kind: str = "diagnose") -> list
         ),
     )
     return list(db.scalars(q.order_by(Job.created_at).limit(100)))
+
+
+STATUSES = ("queued", "running", "done", "failed")
+
+
+def jobs_by_kind(db: Session) -> dict[tuple[str, str], int]:
+    """Jobs per (kind, status), every status of every kind there is (diagnose, webhook) and of the
+    retrains (kind `retrain`), zeros included."""
+    rows = db.execute(select(Job.kind, Job.status, func.count()).group_by(Job.kind, Job.status)).all()
+    retrains = db.execute(select(RetrainDecision.status, func.count()).group_by(RetrainDecision.status)).all()
+    out = {(kind, status): 0 for kind in ("diagnose", "webhook", "retrain") for status in STATUSES}
+    out.update({(k, s): n for k, s, n in rows})
+    out.update({("retrain", s): n for s, n in retrains})
+    return out
 
 
 def queue_depth(db: Session, kind: str = "diagnose") -> dict[str, int]:

@@ -1,4 +1,5 @@
-"""SQL tables (SQLAlchemy 2 declarative): uploaded bundles, jobs, diagnoses, engineer feedback and retrains.
+"""SQL tables (SQLAlchemy 2 declarative): uploaded bundles, jobs, diagnoses, engineer feedback and retrains;
+the histograms every worker process adds to (service.store.metric_store).
 
 A *job* is one request to diagnose one upload; it is the API's diagnosis resource (its id is the
 resource id) and the queue's source of truth: status, attempts and a lease. A *diagnosis* is the
@@ -17,6 +18,7 @@ from sqlalchemy import (
     Boolean,
     DateTime,
     Dialect,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -165,3 +167,16 @@ class Feedback(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     # the retrain that first used it (None: not yet; it counts towards VSANDX_RETRAIN_MIN_FEEDBACK)
     retrain_id: Mapped[int | None] = mapped_column(ForeignKey("retrain_decisions.id"), default=None, index=True)
+
+
+class MetricBucket(Base):
+    """One bucket of a histogram that worker processes (embedded, Celery, on any host) observe into and
+    /metrics reads: the observations of `metric` with `labels` that fell in (previous bound, `le`]."""
+
+    __tablename__ = "metric_buckets"
+
+    metric: Mapped[str] = mapped_column(String(64), primary_key=True)
+    labels: Mapped[str] = mapped_column(String(255), primary_key=True)  # `name=value,…`, sorted; bounded values
+    le: Mapped[str] = mapped_column(String(16), primary_key=True)  # the bucket's upper bound, or +Inf
+    count: Mapped[int] = mapped_column(BigInteger, default=0)
+    total: Mapped[float] = mapped_column(Float, default=0.0)  # the sum of those observations

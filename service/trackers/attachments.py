@@ -53,29 +53,29 @@ def reader(chunks: Iterator[bytes]) -> BinaryIO:
 
 @contextmanager
 def capped_chunks(
-    http: httpx.Client, url: str, cap: int, what: str, refusal: str, **kw: object
+    http: httpx.Client, url: str, cap: int, what: str, refusal: str, plain: str = "", **kw: object
 ) -> Iterator[Iterator[bytes]]:
-    """GET `url` as a stream of chunks that raises TooLarge(`refusal`) as soon as more than `cap` bytes
-    came (or when the answer announces more): leaving the block then closes the connection, and the
-    rest is never read. Failed answers and transport errors become TrackerHTTPError."""
+    """GET `url` as a stream of chunks that raises TooLarge(`refusal`, `plain`) as soon as more than
+    `cap` bytes came (or when the answer announces more): leaving the block then closes the connection,
+    and the rest is never read. Failed answers and transport errors become TrackerHTTPError."""
     try:
         with http.stream("GET", url, **kw) as r:  # type: ignore[arg-type]
             check(r, what)
             announced = r.headers.get("content-length", "")
             if announced.isdigit() and int(announced) > cap:
-                raise TooLarge(f"{refusal} (it announces {announced} bytes)")
+                raise TooLarge(f"{refusal} (it announces {announced} bytes)", plain)
 
             def chunks() -> Iterator[bytes]:
                 got = 0
                 for chunk in r.iter_bytes():
                     got += len(chunk)
                     if got > cap:
-                        raise TooLarge(refusal)
+                        raise TooLarge(refusal, plain)
                     yield chunk
 
             yield chunks()
     except httpx.HTTPError as e:
-        raise TrackerHTTPError(f"{what}: {type(e).__name__}: {e}", transient=True) from e
+        raise TrackerHTTPError(f"{what}: {type(e).__name__}: {e}", True, "the connection to the server failed") from e
 
 
 # ------------------------------------------------------------- a base64 string in a JSON stream

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import Enum
+from http import HTTPStatus
 from typing import Annotated, Final, Protocol
 
 import httpx
@@ -72,7 +73,12 @@ class TrackerSettings(BaseSettings):
 
 
 class TrackerError(Exception):
-    """Base of this module's errors."""
+    """Base of this module's errors. `plain`: the reason in words for the people on the bug or issue
+    (no URL, header or byte dump: those stay in the message, for the log); empty when there is none."""
+
+    def __init__(self, message: str, plain: str = "") -> None:
+        super().__init__(message)
+        self.plain = plain
 
 
 class Unauthorized(TrackerError):
@@ -86,13 +92,18 @@ class BadPayload(TrackerError):
 class TrackerHTTPError(TrackerError):
     """A tracker's REST API failed; `transient` says whether a retry may succeed."""
 
-    def __init__(self, message: str, transient: bool) -> None:
-        super().__init__(message)
-        self.transient = transient
+    def __init__(self, message: str, transient: bool, plain: str = "", status: int | None = None) -> None:
+        super().__init__(message, plain)
+        self.transient, self.status = transient, status
 
 
 class TooLarge(TrackerError):
-    """An attachment is over tracker_max_attachment_bytes."""
+    """An attachment is over tracker_max_attachment_bytes (`over_limit`: known before the download), or
+    its download grew past the size announced."""
+
+    def __init__(self, message: str, plain: str = "", over_limit: bool = False) -> None:
+        super().__init__(message, plain)
+        self.over_limit = over_limit
 
 
 BUNDLE_SUFFIXES: Final = (".tgz", ".tar.gz", ".tar", ".zip")
@@ -142,7 +153,31 @@ def check(r: httpx.Response, what: str) -> None:
     except (httpx.HTTPError, httpx.StreamError):
         text = ""
     transient = r.status_code in (408, 425, 429) or r.status_code >= 500
-    raise TrackerHTTPError(f"{what}: HTTP {r.status_code} {text!r}", transient)
+    raise TrackerHTTPError(f"{what}: HTTP {r.status_code} {text!r}", transient,
+                           f"the server answered {status_words(r.status_code)}", r.status_code)  # fmt: skip
+
+
+def status_words(code: int) -> str:
+    """`404 Not Found`: an HTTP status with its reason phrase."""
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return f"HTTP status {code}"
+
+
+def too_big(size: int | None, limit: int) -> str:
+    """Why a file of `size` bytes (None: not said) is not downloaded, in words."""
+    if size is None:
+        return "the server does not say how large it is, and vsandx downloads only files of a known size"
+    return f"it is {size_words(size)}, over the {size_words(limit)} limit (VSANDX_TRACKER_MAX_ATTACHMENT_BYTES)"
+
+
+def size_words(n: int) -> str:
+    """A byte count for people: 512 MiB, 1.5 GiB, 300 KiB, 12 bytes."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{n} bytes"
 
 
 def parse_time(value: object) -> datetime:

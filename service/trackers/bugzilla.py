@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 import httpx
 
+from service.trackers import wording
 from service.trackers.attachments import NotTheAnswer, capped_chunks, json_b64_field, reader
 from service.trackers.base import (
     BadPayload,
@@ -33,6 +34,8 @@ from service.trackers.base import (
     is_bundle,
     parse_time,
     request,
+    size_words,
+    too_big,
 )
 
 BUG_FIELDS = "id,product,component,summary,keywords,creator,creator_detail,status,last_change_time"
@@ -159,13 +162,10 @@ def pick_bundles(attachments: list[Attachment], settings: TrackerSettings) -> Pi
     for a in sorted(attachments, key=lambda a: -a.id):
         if a.is_obsolete or not is_bundle(a.file_name, a.content_type):
             continue
-        if a.size is None:
-            out.refused.append(f"attachment {a.id} ({a.file_name}): size unknown, not downloaded")
-        elif a.size > limit:
-            out.refused.append(f"attachment {a.id} ({a.file_name}): {a.size} bytes, over the {limit} byte limit")
+        if a.size is None or a.size > limit:
+            out.refused.append(wording.over_size("bugzilla", a.file_name, a.size, limit))
         elif len(out.bundles) >= settings.tracker_max_attachments:
-            out.refused.append(f"attachment {a.id} ({a.file_name}): more than "
-                               f"{settings.tracker_max_attachments} bundles on one bug")  # fmt: skip
+            out.refused.append(wording.too_many("bugzilla", a.file_name, settings.tracker_max_attachments))
         else:
             out.bundles.append(a)
     return out
@@ -231,11 +231,13 @@ class BugzillaClient:
         TooLarge / TrackerHTTPError naming the attachment."""
         limit = self.settings.tracker_max_attachment_bytes
         if a.size is None or a.size > limit:
-            raise TooLarge(f"Bugzilla attachment {a.id} ({a.file_name}): size {a.size} over the {limit} byte limit")
+            raise TooLarge(f"Bugzilla attachment {a.id} ({a.file_name}): size {a.size} over the {limit} byte limit",
+                           too_big(a.size, limit), over_limit=True)  # fmt: skip
         what, size = f"Bugzilla GET attachment {a.id} ({a.file_name})", a.size
         cap = size * 4 // 3 + 65536  # base64 and the JSON around it
+        grew = f"Bugzilla sent more than the {size_words(size)} its record of the attachment gives"
         with capped_chunks(self.http, f"/bug/attachment/{a.id}", cap, what, f"{what}: answer over {cap} bytes",
-                           params={"include_fields": "id,data"}) as chunks:  # fmt: skip
+                           grew, params={"include_fields": "id,data"}) as chunks:  # fmt: skip
 
             def data() -> Iterator[bytes]:
                 got = 0
@@ -244,12 +246,15 @@ class BugzillaClient:
                         got += len(piece)
                         if got > size:
                             raise TrackerHTTPError(f"{what}: more than {size} bytes where the metadata said {size}",
-                                                   transient=False)  # fmt: skip
+                                                   False, grew)  # fmt: skip
                         yield piece
                 except NotTheAnswer as e:
-                    raise TrackerHTTPError(f"{what}: unexpected answer ({e})", transient=False) from e
+                    raise TrackerHTTPError(f"{what}: unexpected answer ({e})", False,
+                                           "Bugzilla's answer could not be read") from e  # fmt: skip
                 if got != size:
-                    raise TrackerHTTPError(f"{what}: {got} bytes where the metadata said {size}", transient=False)
+                    raise TrackerHTTPError(f"{what}: {got} bytes where the metadata said {size}", False,
+                                           f"Bugzilla sent {size_words(got)} where its record gives "
+                                           f"{size_words(size)}")  # fmt: skip
 
             yield reader(data())
 

@@ -30,6 +30,7 @@ import httpx
 from diagnosis.digest import code_block, text_report
 from pipeline.config import PipelineConfig
 from pipeline.errors import BundleError
+from service.trackers import wording
 from service.trackers.base import TooLarge, TrackerHTTPError, TrackerSettings
 from service.trackers.bugzilla import BugEvent, BugzillaClient, pick_bundles
 from service.trackers.bugzilla import is_relevant as bug_relevant
@@ -44,6 +45,7 @@ from service.trackers.notify import (
     key_chart_png,
     send_report,
 )
+from service.trackers.wording import Tracker
 
 log = logging.getLogger(__name__)
 # (file name, the download as a stream) -> (diagnosis id, document, where the bundle is now stored)
@@ -70,6 +72,7 @@ class Outcome:
     comment_id: int | None = None  # None: not posted now (nothing to say, or posted before)
     mails: list[SendResult] = field(default_factory=list)
     mail_errors: list[str] = field(default_factory=list)
+    asked: bool = False  # the comment asking for a bundle went out now (a relevant bug / issue had none)
 
 
 def bundle_chart(path: Path, doc: Mapping[str, Any], config: PipelineConfig | None = None) -> tuple[bytes, str] | None:
@@ -121,22 +124,34 @@ def comment_key(subject: str, item: str) -> str:
 
 
 def _take(name: str, download: Callable[[], AbstractContextManager[BinaryIO]], diagnose: Diagnose, out: Outcome,
-          chart: ChartOf | None) -> None:  # fmt: skip
+          chart: ChartOf | None, tracker: Tracker, url: str = "") -> None:  # fmt: skip
     """Stream one bundle into `diagnose` and draw its chart from where it was stored. A refused download
-    (size, host, HTTP, a bad answer: before or while streaming) is reported; a transient failure raises
-    for the task's retry."""
+    (size, host, HTTP, a bad answer: before or while streaming) is reported in plain words (the log
+    keeps the technical message: service.trackers.wording); a transient failure raises for the task's
+    retry."""
     try:
         with download() as stream:
             did, doc, stored = diagnose(name, stream)
     except (TooLarge, TrackerHTTPError) as e:
         if getattr(e, "transient", False):
             raise  # the task retries; a refused download (host, size, 404) is reported instead
-        out.refused.append(str(e))
+        out.refused.append(wording.refused_download(tracker, name, e, url))
         return
     except (BundleError, ValueError) as e:
-        out.refused.append(f"{name}: cannot be read as a bundle ({e})")
+        out.refused.append(wording.unreadable(tracker, name, str(e), url))
         return
     out.reports.append(Report(name, did, doc, chart(stored, doc) if chart and doc.get("findings") else None))
+
+
+def _ask(out: Outcome, post: Callable[[str], int], tracker: Tracker, limit: int, sent_log: SentLog) -> Outcome:
+    """A relevant bug or issue with no bundle: one comment asking for one (what, how to collect it),
+    however often it is edited or its delivery replayed (keyed in the sent log like every comment)."""
+    key = comment_key(out.subject, "ask-for-bundle")
+    if not sent_log.was_sent(key):
+        out.comment_id = post(wording.ask_for_bundle(tracker, limit))
+        out.asked = True
+        sent_log.mark_sent(key)
+    return out
 
 
 def _finish(out: Outcome, post: Callable[[str], int], reporter: str | None, context: str, *,
@@ -180,9 +195,12 @@ def handle_bugzilla(
         if not relevant:
             return out
         picked = pick_bundles(bz.attachments(bug.id), trackers)
+        if not picked.bundles and not picked.refused:
+            return _ask(out, lambda text: bz.comment(bug.id, text), "bugzilla", trackers.tracker_max_attachment_bytes,
+                        sent_log)  # fmt: skip
         out.refused += picked.refused
         for a in picked.bundles:
-            _take(a.file_name, partial(bz.open, a), diagnose, out, chart if notify.smtp_host else None)
+            _take(a.file_name, partial(bz.open, a), diagnose, out, chart if notify.smtp_host else None, "bugzilla")
         return _finish(out, lambda text: bz.comment(bug.id, text), bug.reporter, f"Bug {bug.id}: {bug.summary}",
                        notify=notify, sent_log=sent_log)  # fmt: skip
 
@@ -199,10 +217,14 @@ def handle_github(
         return out
     links = bundle_links(event.body, trackers)
     for extra in links[trackers.tracker_max_attachments :]:
-        out.refused.append(f"{extra.name}: more than {trackers.tracker_max_attachments} bundles on one issue")
+        out.refused.append(wording.too_many("github", extra.name, trackers.tracker_max_attachments, extra.url))
     with GitHubClient(trackers, transport) as gh:
+        if not links:
+            return _ask(out, lambda text: gh.comment(event.repo, event.number, text), "github",
+                        trackers.tracker_max_attachment_bytes, sent_log)  # fmt: skip
         for link in links[: trackers.tracker_max_attachments]:
-            _take(link.name, partial(gh.open, link), diagnose, out, chart if notify.smtp_host else None)
+            _take(link.name, partial(gh.open, link), diagnose, out, chart if notify.smtp_host else None, "github",
+                  link.url)  # fmt: skip
         return _finish(out, lambda text: gh.comment(event.repo, event.number, text), None,
                        f"{event.repo}#{event.number}: {event.title}", notify=notify, sent_log=sent_log,
                        markdown=True)  # fmt: skip

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
 from typing import Any, BinaryIO
-from urllib.parse import unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 import httpx
 
@@ -36,9 +36,14 @@ from service.trackers.base import (
     is_bundle,
     parse_time,
     request,
+    size_words,
+    too_big,
 )
 
 ACTIONS = frozenset({"opened", "labeled", "reopened", "edited"})
+FORM = "application/x-www-form-urlencoded"
+ACCEPTED = f"application/json or {FORM} (GitHub's two content types)"
+MAX_FORM_FIELDS = 16  # GitHub's form has one field; a body of thousands of empty fields is refused early
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
 _MD_LINK = re.compile(r"\[([^\]\r\n]{0,200})\]\((https?://[^\s)]+)\)")
 _BARE = re.compile(r"https?://[^\s<>()\[\]\"']+")
@@ -69,7 +74,7 @@ class IssueEvent:
     user: str
     time: datetime  # the issue's updated_at
     url: str
-    body_sha256: str = ""  # of the raw, signed payload
+    body_sha256: str = ""  # of the signed JSON payload (the same in a JSON and a form-encoded delivery)
 
     @property
     def delivery(self) -> Delivery:
@@ -105,11 +110,42 @@ def parse_event(body: bytes, headers: Mapping[str, str]) -> IssueEvent | None:
     return ev
 
 
+def content_type(headers: Mapping[str, str]) -> str:
+    """The media type of the body, lower case, without parameters ("" when the header is missing)."""
+    return (header(headers, "Content-Type") or "").split(";", 1)[0].strip().lower()
+
+
+def payload_of(body: bytes, headers: Mapping[str, str]) -> bytes:
+    """The JSON payload of a delivery in either of GitHub's content types: `application/json` (the body)
+    or `application/x-www-form-urlencoded` (its one `payload` field, the form GitHub's settings page
+    preselects). A missing Content-Type is read as JSON. BadPayload names any other type."""
+    ctype = content_type(headers)
+    if ctype in ("", "application/json") or (ctype.startswith("application/") and ctype.endswith("+json")):
+        return body
+    if ctype != FORM:
+        raise BadPayload(f"content type {ctype!r} is not accepted: send {ACCEPTED}")
+    try:  # percent-escapes are UTF-8; the raw body is ASCII, every other byte escaped
+        fields = parse_qsl(body.decode("ascii"), keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS,
+                           encoding="utf-8", errors="strict")  # fmt: skip
+    except (UnicodeDecodeError, ValueError) as e:
+        raise BadPayload(f"content type {FORM!r}: the form cannot be read ({type(e).__name__}: {e})") from e
+    payloads = [value for name, value in fields if name == "payload"]
+    if len(payloads) != 1:
+        raise BadPayload(f"content type {FORM!r}: expected one `payload` field, found {len(payloads)}")
+    return payloads[0].encode()
+
+
 def receive(body: bytes, headers: Mapping[str, str], settings: TrackerSettings) -> IssueEvent | None:
-    """The webhook route's whole job before queuing: verify the signature, then parse."""
+    """The webhook route's whole job before queuing: verify the signature over the body as sent, then
+    take the JSON out of it (`payload_of`) and parse that."""
+    return parse_event(verified_payload(body, headers, settings), headers)
+
+
+def verified_payload(body: bytes, headers: Mapping[str, str], settings: TrackerSettings) -> bytes:
+    """The delivery's JSON payload once its signature (over the raw body, form or JSON) checks out."""
     secret = settings.github_webhook_secret.get_secret_value() if settings.github_webhook_secret else None
     verify_signature(body, headers, secret)
-    return parse_event(body, headers)
+    return payload_of(body, headers)
 
 
 def is_relevant(ev: IssueEvent, settings: TrackerSettings) -> tuple[bool, str]:
@@ -171,7 +207,10 @@ class GitHubClient:
 
     def _hop(self, req: httpx.Request) -> None:
         if not _allowed(str(req.url), self.settings.github_download_hosts):
-            raise TrackerHTTPError(f"download of {req.url} refused: host not in VSANDX_GITHUB_DOWNLOAD_HOSTS", False)
+            plain = (f"it leads to {req.url.host}, and vsandx downloads only from the hosts its administrator "
+                     "listed in VSANDX_GITHUB_DOWNLOAD_HOSTS")  # fmt: skip
+            raise TrackerHTTPError(f"download of {req.url} refused: host not in VSANDX_GITHUB_DOWNLOAD_HOSTS", False,
+                                   plain)  # fmt: skip
 
     def __enter__(self) -> GitHubClient:
         return self
@@ -194,9 +233,11 @@ class GitHubClient:
         limit = self.settings.tracker_max_attachment_bytes
         size = self.size(link)
         if size is None or size > limit:
-            raise TooLarge(f"{link.name} ({link.url}): size {size} unknown or over the {limit} byte limit")
+            raise TooLarge(f"{link.name} ({link.url}): size {size} unknown or over the {limit} byte limit",
+                           too_big(size, limit), over_limit=True)  # fmt: skip
         refusal = f"{link.name} ({link.url}): more than the {size} bytes announced (limit {limit})"
-        with capped_chunks(self.files, link.url, size, f"GET {link.url}", refusal) as chunks:
+        plain = f"the server sent more than the {size_words(size)} it announced, so the download was stopped"
+        with capped_chunks(self.files, link.url, size, f"GET {link.url}", refusal, plain) as chunks:
             yield reader(chunks)
 
     def comment(self, repo: str, number: int, text: str) -> int:

@@ -4,7 +4,10 @@ to answer and whether to queue work; `run(job, …)` is the queued task's body.
 A route reads the raw body (at most `WEBHOOK_MAX_BODY` bytes), calls `accept`, queues `answer.job`
 when there is one, and returns `answer.status` with `answer.payload` as JSON, quickly. Replays, stale
 and unwatched events answer 200 so the tracker does not retry them; only a bad secret / signature
-(401), a malformed or oversized payload (400 / 413) or an unconfigured tracker (503) are errors.
+(401), a malformed or oversized payload (400 / 413) or an unconfigured tracker (503) are errors. A 400
+names the content type that came and those accepted: GitHub's JSON or form (service.trackers.github
+.payload_of: the signature is checked over the form as sent, the job carries the JSON inside it).
+`Answer.outcome` is the answer as a metric's label, from a fixed list (OUTCOMES).
 """
 
 from __future__ import annotations
@@ -37,6 +40,18 @@ class Answer:
     job: dict[str, Any] | None = field(default=None)  # JSON-serialisable arguments of `run`, or None
     claimed: tuple[str, ...] = ()  # the ledger keys admitting it recorded (forgotten when queuing fails)
 
+    @property
+    def outcome(self) -> str:
+        """What became of the delivery, one of OUTCOMES (a metric's label: never a value from the request)."""
+        got = self.payload.get("status") if self.status == 200 else _ERRORS.get(self.status)
+        return got if isinstance(got, str) and got in OUTCOMES else "other"
+
+
+# 200's statuses, then the errors; "queue_failed" is the route's (a 503 when queuing fails)
+OUTCOMES = ("queued", "ignored", "stale", "replay", "unauthorized", "bad_payload", "too_large", "unconfigured",
+            "queue_failed", "other")  # fmt: skip
+_ERRORS = {401: "unauthorized", 400: "bad_payload", 413: "too_large", 503: "unconfigured"}
+
 
 def _configured(source: Source, s: TrackerSettings) -> str | None:
     if source == "bugzilla" and not (s.bugzilla_url and s.bugzilla_webhook_secret):
@@ -59,7 +74,8 @@ def accept(source: Source, body: bytes, headers: Mapping[str, str], settings: Tr
             delivery, wanted, subject = bev.delivery, bugzilla.wanted(bev, settings), f"bug {bev.bug_id}"
             hdrs: dict[str, str] = {}
         else:
-            gev = github.receive(body, headers, settings)
+            body = github.verified_payload(body, headers, settings)  # the JSON, from a form body too
+            gev = github.parse_event(body, headers)
             if gev is None:
                 return Answer(200, {"status": "ignored", "reason": "not an issues event"})
             delivery, subject = gev.delivery, f"{gev.repo}#{gev.number}"
@@ -69,7 +85,7 @@ def accept(source: Source, body: bytes, headers: Mapping[str, str], settings: Tr
     except Unauthorized as e:
         return Answer(401, {"error": str(e)})
     except BadPayload as e:
-        return Answer(400, {"error": str(e)})
+        return Answer(400, {"error": _bad(source, str(e), headers)})
     if not wanted:
         return Answer(200, {"status": "ignored", "reason": f"event on {subject} is not watched"})
     verdict = admit(delivery, ledger, settings.tracker_stale_after_s, now)
@@ -77,6 +93,15 @@ def accept(source: Source, body: bytes, headers: Mapping[str, str], settings: Tr
         return Answer(200, {"status": verdict.value, "delivery": delivery.key})
     job = {"source": source, "body": body.decode("utf-8", "replace"), "headers": hdrs}
     return Answer(200, {"status": "queued", "delivery": delivery.key}, job, delivery.keys)
+
+
+def _bad(source: Source, why: str, headers: Mapping[str, str]) -> str:
+    """A 400's message: the reason, and the content type that came with what was accepted."""
+    if "content type" in why:
+        return why
+    got = github.content_type(headers) or "none"
+    accepted = github.ACCEPTED if source == "github" else "application/json"
+    return f"{why} (content type {got!r}; accepted: {accepted})"
 
 
 def run(

@@ -221,8 +221,12 @@ def test_health_readiness_metrics_and_docs(client: TestClient, bundles: list[Pat
     assert 'vsandx_http_requests_total{method="POST",route="/api/v1/diagnoses",status="201"} 1.0' in text
     assert 'vsandx_http_request_duration_seconds_count{method="POST",route="/api/v1/diagnoses"} 1.0' in text
     assert (
-        'vsandx_jobs{queue="embedded",status="done"} 1.0' in text and 'vsandx_queue_depth{queue="embedded"} 0.0' in text
+        'vsandx_jobs{kind="diagnose",queue="embedded",status="done"} 1.0' in text
+        and 'vsandx_queue_depth{queue="embedded"} 0.0' in text
     )
+    assert 'vsandx_jobs{kind="webhook",queue="embedded",status="queued"} 0.0' in text
+    assert 'vsandx_diagnosis_seconds_count{outcome="done"} 1.0' in text  # observed by the worker that ran it
+    assert "process_resident_memory_bytes" in text
     assert f'vsandx_model_info{{name="logreg",version="file:{model_dir.resolve()}"}} 1.0' in text
     for fault in res["faults"] or ["none"]:
         assert f'vsandx_diagnoses_by_verdict{{verdict="{fault}"}} 1.0' in text

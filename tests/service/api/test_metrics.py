@@ -1,21 +1,29 @@
 """Prometheus labels come from the application's own routes and the standard methods only: whatever a
-client sends (random methods, random paths) cannot grow /metrics."""
+client sends (random methods, random paths) cannot grow /metrics. A diagnosis made in a separate
+worker process shows in the API's /metrics, with every job kind and the process metrics, and
+Prometheus's own `promtool check metrics` accepts the exposition."""
 
 from __future__ import annotations
 
 import random
 import re
+import shutil
 import socket
 import string
 import subprocess
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import httpx
 import pytest
+from fastapi.testclient import TestClient
 
 from service.api.metrics import METHODS, OTHER_METHOD, UNMATCHED, labels_of
+from service.app import create_app
 from tests.attacks.bounds import bounded
+from tests.conftest import require
+from tests.service.kit import service_settings, start_worker, stop_process
 
 N = 20_000
 CONNECTIONS = 4  # keep-alive connections: the server always has a request to answer
@@ -82,3 +90,45 @@ def test_random_methods_and_paths_keep_metrics_small(edge_server: tuple[str, sub
     assert len(series) <= 24  # method x route x status of what was reachable, not one per request
     assert len(after.text.splitlines()) - len(before.splitlines()) < 400  # the histograms' buckets included
     assert len(after.content) < 100_000
+
+
+def promtool_check(text: str) -> str:
+    """`promtool check metrics` on an exposition: its complaints ("" when clean). Skips without promtool
+    (Debian: apt-get install prometheus; .ci/run installs it, so CI fails instead)."""
+    promtool = shutil.which("promtool")
+    require("promtool", promtool is not None, "apt-get install prometheus")
+    assert promtool is not None
+    done = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return (done.stdout + done.stderr).strip()
+
+
+def test_worker_process_observations_reach_metrics(tmp_path: Path, model_dir: Path, bundles: list[Path]) -> None:
+    """The API runs no worker thread; a `vsandx worker` process diagnoses two uploads. Their latency,
+    observed in that process, is in the API's /metrics; so are the webhook outcome counter, the jobs of
+    every kind and the API process's process_* metrics; promtool finds nothing to say."""
+    settings = service_settings(tmp_path / "var", model_dir, embedded_workers=0)
+    env = {"VSANDX_DATA_DIR": str(tmp_path / "var"), "VSANDX_MODEL_URI": str(model_dir)}
+    with TestClient(create_app(settings)) as c:
+        worker = start_worker(env, "--concurrency", "1", log=tmp_path / "worker.log")
+        try:
+            for b in bundles[:2]:
+                r = c.post("/api/v1/diagnoses?wait=true&timeout=60", files={"bundle": (b.name, b.read_bytes())})
+                assert r.status_code == 201, (r.status_code, r.text, (tmp_path / "worker.log").read_text()[-2000:])
+        finally:
+            stop_process(worker)
+        assert c.post("/api/v1/webhooks/github", content=b"{}").status_code in (401, 503)
+        text = c.get("/metrics").text
+    assert 'vsandx_diagnosis_seconds_count{outcome="done"} 2.0' in text
+    assert "vsandx_upload_to_diagnosis_seconds_count 2.0" in text
+    assert 'vsandx_upload_to_diagnosis_seconds_bucket{le="+Inf"} 2.0' in text
+    for kind in ("diagnose", "webhook", "retrain"):
+        assert f'vsandx_jobs{{kind="{kind}",queue="embedded",status="queued"}}' in text
+    assert 'vsandx_jobs{kind="diagnose",queue="embedded",status="done"} 2.0' in text
+    assert re.search(
+        r'vsandx_webhook_deliveries_total\{outcome="(unauthorized|unconfigured)",tracker="github"\} 1.0', text
+    )
+    assert "process_resident_memory_bytes" in text and "process_cpu_seconds_total" in text
+    complaints = promtool_check(text)
+    print(f"promtool check metrics: {complaints or 'clean'} ({len(text.splitlines())} lines)")
+    assert complaints == ""
