@@ -12,8 +12,12 @@ import threading
 import time
 from collections.abc import Sequence
 from html import escape
+from typing import TYPE_CHECKING
 
 from diagnosis.charts import Chart, Panel
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 W, H = 560, 250
 LEFT, RIGHT, TOP, BOTTOM = 62, 14, 48, 36
@@ -233,23 +237,28 @@ def chart_png(chart: Chart, dpi: int = 100) -> bytes:
 
     # rcParams are global: the lock keeps two threads' charts (and their restore) from interleaving
     with _PNG_LOCK, matplotlib.rc_context({"text.usetex": False, "text.parse_math": False}):
-        return _png(chart, dpi)
+        buf = io.BytesIO()
+        figure(chart).savefig(buf, format="png", dpi=dpi)
+        return buf.getvalue()
 
 
 _PNG_LOCK = threading.Lock()
 
 
-def _png(chart: Chart, dpi: int) -> bytes:
+def figure(chart: Chart) -> Figure:
+    """The PNG's matplotlib Figure (panels two by two). Each panel's legend sits below its axes, under
+    the time labels, never over the data; the constrained layout makes room for it."""
     from datetime import UTC, datetime
 
     import matplotlib.dates as mdates
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.transforms import offset_copy
 
     plain = {"parse_math": False, "usetex": False}  # and so for every text made here, tick labels included
     cols = 2 if len(chart.panels) > 1 else 1
     rows = -(-len(chart.panels) // cols)
-    fig = Figure(figsize=(5.6 * cols, 2.9 * rows))
+    fig = Figure(figsize=(5.6 * cols, 3.5 * rows), layout="constrained")
     FigureCanvasAgg(fig)
     axes = fig.subplots(rows, cols, squeeze=False)
     n = len(chart.panels[0].subject) if chart.panels else 0
@@ -274,14 +283,14 @@ def _png(chart: Chart, dpi: int) -> bytes:
         ax.set_ylabel(_plain(p.unit, 30), fontsize=9, **plain)
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=UTC))
         ax.tick_params(labelsize=8)
-        for text in ax.legend(fontsize=7, loc="upper left", frameon=False).get_texts():
+        below = offset_copy(ax.transAxes, fig=fig, y=-16, units="points")  # under the time labels
+        legend = ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, 0), bbox_transform=below, ncols=2,
+                           frameon=False, borderaxespad=0, handlelength=1.8, columnspacing=1.2)  # fmt: skip
+        for text in legend.get_texts():
             text.set_parse_math(False)
             text.set_usetex(False)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(chart.panels) :]:
         ax.set_visible(False)
     fig.suptitle(_plain(f"{chart.title} (time in UTC)", 120), fontsize=11, **plain)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    return buf.getvalue()
+    return fig

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from vsandx.faults import FAULTS
@@ -59,14 +60,45 @@ def headline(doc: Mapping[str, Any]) -> str:
     return clean(f"{fault_title(str(top.get('fault')))} on {top.get('component')}{more}{where}")
 
 
+@dataclass(frozen=True)
+class FindingChart:
+    """What a report shows of one finding's chart: the onset sentence (diagnosis.onset.describe), and the
+    chart inline (`cid`: an image of the HTML part, without angle brackets) or linked (`href`)."""
+
+    component: str
+    fault: str
+    title: str
+    onset: str
+    cid: str | None = None
+    href: str | None = None
+
+
+@dataclass(frozen=True)
+class ReportChart:
+    """One finding's chart as a report gets it (drawn once, stored by the service): what the finding is,
+    the chart's title, the onset sentence and the PNG (None: the chart is linked, not sent)."""
+
+    component: str
+    fault: str
+    title: str
+    onset: str
+    png: bytes | None = None
+
+
+def _chart_of(f: Mapping[str, Any], charts: Sequence[FindingChart]) -> FindingChart | None:
+    key = (str(f.get("component")), str(f.get("fault")))
+    return next((c for c in charts if (c.component, c.fault) == key), None)
+
+
 def _verdict_counts(doc: Mapping[str, Any]) -> str:
     comps = [c for c in doc.get("components") or [] if isinstance(c, Mapping)]
     faulty = sum(1 for c in comps if c.get("verdict") not in (None, "none"))
     return f"{len(comps)} component{'s' if len(comps) != 1 else ''} checked, {faulty} at fault."
 
 
-def text_report(doc: Mapping[str, Any], url: str | None, chart_note: str | None = None) -> str:
-    """Plain text (a tracker comment, the email's text part)."""
+def text_report(doc: Mapping[str, Any], url: str | None, chart_note: str | None = None,
+                charts: Sequence[FindingChart] = ()) -> str:  # fmt: skip
+    """Plain text (a tracker comment, the email's text part); `charts`: each finding's onset and chart link."""
     bundle = doc.get("bundle") or {}
     model = doc.get("model") or {}
     lines = [f"vsandx diagnosis: {headline(doc)}", ""]
@@ -85,6 +117,10 @@ def text_report(doc: Mapping[str, Any], url: str | None, chart_note: str | None 
             lines += [f"   - {e}" for e in evidence]
         if f.get("recommendation"):
             lines.append(f"   What to do: {f.get('recommendation')}")
+        if chart := _chart_of(f, charts):
+            lines.append(f"   {chart.onset}")
+            if chart.href:
+                lines.append(f"   Chart: {chart.href}")
     if chart_note:
         lines += ["", chart_note]
     if url:
@@ -98,10 +134,9 @@ def _li(items: Sequence[object]) -> str:
     return "<ul>" + "".join(f"<li>{html.escape(clean(e))}</li>" for e in items) + "</ul>"
 
 
-def html_report(doc: Mapping[str, Any], url: str | None, chart_cid: str | None = None,
-                chart_title: str = "") -> str:  # fmt: skip
-    """A self-contained HTML page (inline styles only: mail clients drop stylesheets). `chart_cid`
-    (without angle brackets) names the inline image of the key chart, placed after the first finding."""
+def html_report(doc: Mapping[str, Any], url: str | None, charts: Sequence[FindingChart] = ()) -> str:
+    """A self-contained HTML page (inline styles only: mail clients drop stylesheets). Each finding with a
+    chart in `charts` gets its onset sentence and its chart: the inline image, else a link to it."""
     e = html.escape
     bundle = doc.get("bundle") or {}
     model = doc.get("model") or {}
@@ -114,7 +149,7 @@ def html_report(doc: Mapping[str, Any], url: str | None, chart_cid: str | None =
     if bundle.get("start"):
         meta.insert(0, f"Window: {bundle.get('start')} to {bundle.get('end')} (UTC).")
     out.append(f'<p style="color:#555">{e(clean(" ".join(meta)))}</p>')
-    for k, f in enumerate(findings_of(doc)):
+    for f in findings_of(doc):
         fault = str(f.get("fault"))
         out.append('<div style="border-left:4px solid #c0392b;padding:4px 12px;margin:12px 0">')
         out.append(f'<h3 style="margin:4px 0">{e(clean(fault_title(fault)))} <span style="color:#888;'
@@ -128,9 +163,13 @@ def html_report(doc: Mapping[str, Any], url: str | None, chart_cid: str | None =
             out.append("<p><b>Evidence</b></p>" + _li(evidence))
         if f.get("recommendation"):
             out.append(f"<p><b>What to do:</b> {e(clean(f.get('recommendation')))}</p>")
-        if k == 0 and chart_cid:
-            out.append(f'<p><img src="cid:{e(chart_cid)}" alt="{e(clean(chart_title or "key chart"))}" '
-                       'style="max-width:100%"></p>')  # fmt: skip
+        if chart := _chart_of(f, charts):
+            out.append(f'<p style="color:#555">{e(clean(chart.onset))}</p>')
+            if chart.cid:
+                out.append(f'<p><img src="cid:{e(chart.cid)}" alt="{e(clean(chart.title))}" '
+                           'style="max-width:100%"></p>')  # fmt: skip
+            elif chart.href:
+                out.append(f'<p><a href="{e(chart.href)}">This finding\'s chart, on the diagnosis page</a></p>')
         out.append("</div>")
     if url:
         out.append(f'<p><a href="{e(url)}">Open the full diagnosis with every chart</a></p>')

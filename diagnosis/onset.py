@@ -14,6 +14,7 @@ channels, so that one spike does not set the threshold):
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -58,3 +59,32 @@ def estimate_onset(x: np.ndarray, peers: np.ndarray, direction: int = 1) -> Onse
         if above[k : k + 3].all():
             return Onset(int(obs[k]), False)
     return None
+
+
+def _duration(seconds: int) -> str:
+    """A span in words, to the minute: "40 min", "1 h 40 min", "2 h"; under a minute "less than a minute"."""
+    minutes = round(seconds / 60)
+    if minutes < 1:
+        return "less than a minute"
+    h, m = divmod(minutes, 60)
+    return " ".join(part for part in (f"{h} h" if h else "", f"{m} min" if m else "") if part)
+
+
+_MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]  # not the locale's
+
+
+def _clock(t: int) -> str:
+    """An instant as people say it: "14:20 UTC on 25 Nov" (to the nearest minute)."""
+    stamp = time.gmtime(round(t / 60) * 60)
+    return f"{stamp.tm_hour:02d}:{stamp.tm_min:02d} UTC on {stamp.tm_mday} {_MONTHS[stamp.tm_mon - 1]}"
+
+
+def describe(onset: Onset | None, start: int, step_s: int) -> str:
+    """The onset as a sentence for people (the web page, the emailed report): "Onset: started about 14:20
+    UTC on 25 Nov, 1 h 40 min into the capture." `start`: epoch seconds of step 0."""
+    if onset is None:
+        return "Onset: none found in the capture (the departure is gradual, or present throughout)."
+    at = start + onset.step * step_s
+    if onset.at_start:
+        return f"Onset: already present when the capture began ({_clock(at)}); it started earlier."
+    return f"Onset: started about {_clock(at)}, {_duration(at - start)} into the capture."

@@ -21,6 +21,7 @@ from diagnosis.serving import ModelHolder
 from service.api.csrf import OriginCheck
 from service.api.deps import WebhookContext
 from service.api.diagnoses import api, ops
+from service.api.emailing import router as email_api
 from service.api.feedback import router as feedback_api
 from service.api.limits import BodyLimit, BodyLimits
 from service.api.metrics import Metrics, MetricsMiddleware
@@ -34,6 +35,7 @@ from service.schemas import API_PREFIX
 from service.store.db import Database, get_database
 from service.store.tables import Base, WebhookDelivery
 from service.trackers.ledgers import SqlDeliveryLedger
+from service.trackers.notify import public_url_warning
 from service.trackers.webhooks import WEBHOOK_MAX_BODY
 from vsandx.settings import ServiceSettings, get_service_settings
 
@@ -72,6 +74,8 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
     database = get_database(s)
     holder = ModelHolder(s)
     integrations = integrations or Integrations.from_env()
+    if (why := public_url_warning(integrations.notify)) is not None:
+        log.warning(why)
     queue = make_queue(database, s, holder, integrations)
 
     @asynccontextmanager
@@ -97,6 +101,7 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
     )
     # the parts routes take through service.api.deps (its only reader)
     app.state.settings, app.state.database, app.state.holder, app.state.queue = s, database, holder, queue
+    app.state.notify = integrations.notify
     metrics = app.state.metrics = Metrics(database, holder, lambda: queue.name)
     ledger = SqlDeliveryLedger(database.session, Base.metadata.tables[WebhookDelivery.__tablename__])
 
@@ -106,6 +111,7 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
     app.state.webhooks = WebhookContext(integrations.trackers, ledger, enqueue)
     app.include_router(api)
     app.include_router(feedback_api)
+    app.include_router(email_api)
     app.include_router(webhook_api)
     app.include_router(ops)
     _include_ui(app)

@@ -135,3 +135,16 @@ class RetrainOut(BaseModel):
 class RetrainList(BaseModel):
     items: list[RetrainOut]
     total: int
+
+
+class EmailIn(BaseModel):
+    """Send a finished diagnosis's report by email (service.api.emailing): at most 5 plain addresses."""
+
+    to: list[str] = Field(min_length=1, max_length=5, description='plain addresses: "a@x.org" or "Name <a@x.org>"')
+
+
+class EmailOut(BaseModel):
+    message_id: str
+    sent: bool = Field(description="false: this report had already gone to these addresses (sent once only)")
+    to: list[str] = Field(description="the addresses the SMTP server accepted")
+    refused: list[str] = Field(default_factory=list, description="addresses the SMTP server refused, and why")

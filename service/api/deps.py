@@ -21,6 +21,7 @@ from service.api.metrics import Metrics
 from service.queue.protocol import Queue
 from service.store.db import Database
 from service.trackers.base import DeliveryLedger, TrackerSettings
+from service.trackers.notify import NotifySettings
 from vsandx.settings import ServiceSettings
 
 T = TypeVar("T")
@@ -74,6 +75,11 @@ def get_webhooks(request: Request) -> WebhookContext:
     return _part(request, "webhooks", WebhookContext)
 
 
+def get_notify(request: Request) -> NotifySettings:
+    """SMTP and the emailed report's settings (the service's Integrations.notify)."""
+    return _part(request, "notify", NotifySettings)
+
+
 def get_pipeline(holder: Annotated[ModelHolder, Depends(get_holder)]) -> PipelineConfig:
     """The pipeline configuration the service resolved once from its settings (the served model reads
     uploads with it; the upload check too)."""
@@ -86,6 +92,7 @@ Holder = Annotated[ModelHolder, Depends(get_holder)]
 QueueDep = Annotated[Queue, Depends(get_queue)]
 MetricsDep = Annotated[Metrics, Depends(get_metrics)]
 Webhooks = Annotated[WebhookContext, Depends(get_webhooks)]
+Notify = Annotated[NotifySettings, Depends(get_notify)]
 Pipeline = Annotated[PipelineConfig, Depends(get_pipeline)]
 
 

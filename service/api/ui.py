@@ -1,10 +1,12 @@
 """The engineer's web pages, rendered on the server: upload, the list of diagnoses, one diagnosis with
-its charts and a feedback form, the served model with its retrain decisions. Each route reads what it
-needs (service.api.pages) and fills a template. The upload page posts to the JSON API from the browser
-(static/upload.js) to show progress; the feedback and "retrain now" forms are plain HTML forms."""
+its charts, a feedback form and a "send by email" form, the served model with its retrain decisions.
+Each route reads what it needs (service.api.pages) and fills a template. The upload page posts to the
+JSON API from the browser (static/upload.js) to show progress; the feedback, email and "retrain now"
+forms are plain HTML forms."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,14 +21,15 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from diagnosis.serving import ModelHolder
-from service.api import csrf, pages
-from service.api.deps import DatabaseDep, Db, Holder, QueueDep, Settings
+from service.api import csrf, emailing, pages
+from service.api.deps import DatabaseDep, Db, Holder, Notify, QueueDep, Settings
 from service.api.diagnoses import key_accepted
 from service.queue import retraining
 from service.queue.protocol import Queue
 from service.schemas import MAX_INT
 from service.store import feedback as fb
 from service.store.db import Database
+from service.trackers.notify import MAX_RECIPIENTS, NotifySettings
 from vsandx.faults import FAULTS
 from vsandx.settings import ServiceSettings
 
@@ -75,25 +78,31 @@ def list_page(
     return _page(request, "list.html", pages.listing(db, fault, status, page))
 
 
+def _detail(db: Session, settings: ServiceSettings, notify: NotifySettings, job_id: str) -> dict[str, Any] | None:
+    ctx = pages.detail(db, settings, job_id)
+    return None if ctx is None else ctx | {"mail_on": bool(notify.smtp_host), "max_to": MAX_RECIPIENTS}
+
+
 @router.get("/diagnoses/{job_id}", response_class=HTMLResponse)
 def detail_page(
-    request: Request, db: Db, settings: Settings, job_id: str,
+    request: Request, db: Db, settings: Settings, notify: Notify, job_id: str,
     feedback: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
     retrain: Annotated[int | None, Query(ge=1, le=MAX_INT)] = None,
+    emailed: Annotated[str | None, Query(pattern="^(sent|again)$")] = None,
 ) -> HTMLResponse:  # fmt: skip
-    ctx = pages.detail(db, settings, job_id)
+    ctx = _detail(db, settings, notify, job_id)
     if ctx is None:
         return _not_found(request, f"No diagnosis {job_id}.")
-    return _page(request, "detail.html", ctx | {"thanks": feedback, "retrain": retrain})
+    return _page(request, "detail.html", ctx | {"thanks": feedback, "retrain": retrain, "emailed": emailed})
 
 
 @router.post("/diagnoses/{job_id}/feedback", response_class=HTMLResponse)
 async def feedback_form(
-    request: Request, job_id: str, settings: Settings, database: DatabaseDep, queue: QueueDep
+    request: Request, job_id: str, settings: Settings, database: DatabaseDep, queue: QueueDep, notify: Notify
 ) -> Response:
     """The detail page's feedback form: stored as the API stores it, then back to the page (303)."""
     form = {k: v for k, v in (await request.form()).multi_items() if isinstance(v, str)}
-    return await run_in_threadpool(_give_feedback, request, job_id, form, _Parts(settings, database, queue))
+    return await run_in_threadpool(_give_feedback, request, job_id, form, _Parts(settings, database, queue, notify))
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,7 @@ class _Parts:
     settings: ServiceSettings
     database: Database
     queue: Queue
+    notify: NotifySettings
 
 
 def _give_feedback(request: Request, job_id: str, form: dict[str, str], parts: _Parts) -> Response:
@@ -117,12 +127,40 @@ def _give_feedback(request: Request, job_id: str, form: dict[str, str], parts: _
         except fb.UnknownDiagnosis:
             return _not_found(request, f"No diagnosis {job_id}.")
         except (PermissionError, ValueError) as e:  # InvalidFeedback, NotFinished, ValidationError
-            ctx = pages.detail(db, settings, job_id) or {}
+            ctx = _detail(db, settings, parts.notify, job_id) or {}
             code = 403 if isinstance(e, _Forged) else 401 if isinstance(e, PermissionError) else 422
             return _page(request, "detail.html", ctx | {"feedback_error": pages.form_error(e), "form": form}, code)
         opened = retraining.after_feedback(db, settings, parts.queue)
     query = {"feedback": row.id} | ({"retrain": opened.id} if opened else {})
     return RedirectResponse(f"/diagnoses/{job_id}?{urlencode(query)}#feedback", status_code=303)
+
+
+@router.post("/diagnoses/{job_id}/email", response_class=HTMLResponse)
+async def email_form(
+    request: Request, job_id: str, settings: Settings, database: DatabaseDep, queue: QueueDep, notify: Notify
+) -> Response:
+    """The detail page's "send by email" form: `to` (addresses separated by commas, semicolons or lines),
+    sent as the API sends it (service.api.emailing), then back to the page (303)."""
+    form = {k: v for k, v in (await request.form()).multi_items() if isinstance(v, str)}
+    return await run_in_threadpool(_send_email, request, job_id, form, _Parts(settings, database, queue, notify))
+
+
+def _send_email(request: Request, job_id: str, form: dict[str, str], parts: _Parts) -> Response:
+    try:
+        if _forged(request, form):
+            raise emailing.EmailRefused(403, FORGED)
+        if not key_accepted(parts.settings, form.get("api_key")):
+            raise emailing.EmailRefused(401, "The API key is missing or wrong.")
+        to = [a.strip() for a in re.split(r"[,;\n]", form.get("to", "")) if a.strip()]
+        out = emailing.email_diagnosis(parts.database, parts.settings, parts.notify, job_id, to)
+    except emailing.EmailRefused as e:
+        with parts.database.session() as db:
+            ctx = _detail(db, parts.settings, parts.notify, job_id)
+        if ctx is None:
+            return _not_found(request, f"No diagnosis {job_id}.")
+        return _page(request, "detail.html", ctx | {"email_error": str(e), "email_to": form.get("to", "")}, e.code)
+    query = {"emailed": "sent" if out.sent else "again"}
+    return RedirectResponse(f"/diagnoses/{job_id}?{urlencode(query)}#email", status_code=303)
 
 
 @router.get("/diagnoses/{job_id}/charts/{k}.png")
@@ -147,11 +185,11 @@ def model_page(request: Request, db: Db, settings: Settings, holder: Holder) -> 
 
 @router.post("/model/retrains", response_class=HTMLResponse)
 async def retrain_form(
-    request: Request, settings: Settings, database: DatabaseDep, queue: QueueDep, holder: Holder
+    request: Request, settings: Settings, database: DatabaseDep, queue: QueueDep, holder: Holder, notify: Notify
 ) -> Response:
     """The model page's "retrain now" form."""
     form = {k: v for k, v in (await request.form()).multi_items() if isinstance(v, str)}
-    return await run_in_threadpool(_retrain_now, request, form, _Parts(settings, database, queue), holder)
+    return await run_in_threadpool(_retrain_now, request, form, _Parts(settings, database, queue, notify), holder)
 
 
 def _retrain_now(request: Request, form: dict[str, str], parts: _Parts, holder: ModelHolder) -> Response:

@@ -1,8 +1,8 @@
 """A webhook delivery as a job of the queue: the service's side of the tracker work. What a delivery
 does against the trackers (re-read, download, comment, email) is service.trackers.flow, which knows
 no database, queue or model; this module supplies what it needs from the service (`diagnose`: store
-the download like an upload and run or reuse its diagnosis job with the served model; `chart`: the
-stored key chart; the `sent_messages` table as its sent log) and runs it under the queue's rules:
+the download like an upload and run or reuse its diagnosis job with the served model; `chart`: each
+finding's stored chart; the `sent_messages` table as its sent log) and runs it under the queue's rules:
 leases, retries with backoff, exactly one effect.
 
 `WebhookWorker.run(job)` is the body of the Celery task `vsandx.webhook` (service.queue.celery_app) and
@@ -45,7 +45,7 @@ from service.trackers import webhooks
 from service.trackers.base import BadPayload, TrackerHTTPError, TrackerSettings
 from service.trackers.flow import Outcome, bundle_chart
 from service.trackers.ledgers import SqlSentLog
-from service.trackers.notify import MailError, NotifySettings
+from service.trackers.notify import MailError, NotifySettings, ReportChart
 from vsandx.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ class WebhookWorker:
         i = self.integrations
         try:
             out = webhooks.run(job, trackers=i.trackers, notify=i.notify, diagnose=self.diagnose,
-                               sent_log=self.sent_log, chart=self.key_chart, transport=i.transport)  # fmt: skip
+                               sent_log=self.sent_log, chart=self.report_charts, transport=i.transport)  # fmt: skip
         except (TrackerHTTPError, MailError) as e:
             if e.transient:
                 raise Transient(str(e)) from e
@@ -147,15 +147,14 @@ class WebhookWorker:
             raise Transient(f"bundle {sha256} left the store before its report was made")
         return job_id, doc, stored
 
-    def key_chart(self, stored: Path, doc: Mapping[str, Any]) -> tuple[bytes, str] | None:
-        """`flow.ChartOf`: the report's key chart as stored when the diagnosis was made; drawn from
-        the stored bundle again only for a diagnosis made before charts were stored with diagnoses."""
+    def report_charts(self, stored: Path, doc: Mapping[str, Any]) -> list[ReportChart]:
+        """`flow.ChartOf`: each finding's chart as stored when the diagnosis was made (the PNGs of as many
+        as a report shows inline); drawn from the stored bundle again only for a diagnosis made before
+        charts were stored with diagnoses."""
         key = chart_store.key_of(doc)
-        stored_charts = chart_store.load(self.settings, key) if key else None
-        if key is None or stored_charts is None:
+        if key is None or chart_store.load(self.settings, key) is None:
             return bundle_chart(stored, doc, self.holder.config)
-        png = chart_store.png(self.settings, key, 0) if stored_charts else None
-        return (png, stored_charts[0].title) if png else None
+        return chart_store.report_charts(self.settings, key, self.integrations.notify.mail_max_charts)
 
     def _result(self, db: Session, job_id: str) -> Mapping[str, Any]:
         s = self.settings

@@ -18,7 +18,6 @@ import logging
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -26,7 +25,8 @@ from typing import Any, Final
 
 from diagnosis.chart_render import chart_png, chart_svgs
 from diagnosis.charts import Chart, charts_for
-from diagnosis.digest import clean
+from diagnosis.digest import ReportChart, clean
+from diagnosis.onset import describe
 from pipeline.tensors import BundleTensors
 from vsandx.settings import ServiceSettings
 
@@ -61,12 +61,8 @@ def folder_of(settings: ServiceSettings, key: str) -> Path:
 
 
 def onset_text(chart: Chart) -> str:
-    if chart.onset is None:
-        return "No onset found in the window: the departure is gradual or present throughout."
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(chart.time_of(chart.onset.step)))
-    if chart.onset.at_start:
-        return f"Already present when the window begins ({when}); the onset is earlier."
-    return f"Onset estimated at {when}."
+    """The onset in words (diagnosis.onset.describe), as the page and the emailed report say it."""
+    return describe(chart.onset, chart.start, chart.step_s)
 
 
 def draw(settings: ServiceSettings, doc: Mapping[str, Any], bt: BundleTensors) -> int:
@@ -123,3 +119,11 @@ def png(settings: ServiceSettings, key: str, k: int) -> bytes | None:
         return (folder_of(settings, key) / f"{k}.png").read_bytes()
     except OSError:
         return None
+
+
+def report_charts(settings: ServiceSettings, key: str, with_png: int) -> list[ReportChart]:
+    """The stored charts as an emailed report takes them (service.trackers.report_mail), in the findings'
+    order, the PNGs of the first `with_png` read; [] when none were stored."""
+    stored = load(settings, key) or []
+    return [ReportChart(c.component, c.fault, c.title, c.onset, png(settings, key, k) if k < with_png else None)
+            for k, c in enumerate(stored)]  # fmt: skip

@@ -39,10 +39,11 @@ from service.trackers.github import is_relevant as issue_relevant
 from service.trackers.notify import (
     MailError,
     NotifySettings,
+    ReportChart,
     SendResult,
     SentLog,
     diagnosis_url,
-    key_chart_png,
+    report_charts,
     send_report,
 )
 from service.trackers.wording import Tracker
@@ -50,8 +51,8 @@ from service.trackers.wording import Tracker
 log = logging.getLogger(__name__)
 # (file name, the download as a stream) -> (diagnosis id, document, where the bundle is now stored)
 Diagnose = Callable[[str, BinaryIO], tuple[str, Mapping[str, Any], Path]]
-# (the stored bundle, its diagnosis) -> the key chart's PNG and title
-ChartOf = Callable[[Path, Mapping[str, Any]], tuple[bytes, str] | None]
+# (the stored bundle, its diagnosis) -> each finding's chart for the emailed report
+ChartOf = Callable[[Path, Mapping[str, Any]], list[ReportChart]]
 
 
 @dataclass
@@ -59,7 +60,7 @@ class Report:
     name: str  # the attachment's file name
     diagnosis_id: str
     doc: Mapping[str, Any]
-    chart: tuple[bytes, str] | None = None  # the key chart's PNG and title, drawn only when mail is on
+    charts: list[ReportChart] = field(default_factory=list)  # each finding's, drawn only when mail is on
 
 
 @dataclass
@@ -75,8 +76,8 @@ class Outcome:
     asked: bool = False  # the comment asking for a bundle went out now (a relevant bug / issue had none)
 
 
-def bundle_chart(path: Path, doc: Mapping[str, Any], config: PipelineConfig | None = None) -> tuple[bytes, str] | None:
-    """The key chart drawn from the stored bundle (streamed from disk), read with `config`: the
+def bundle_chart(path: Path, doc: Mapping[str, Any], config: PipelineConfig | None = None) -> list[ReportChart]:
+    """Each finding's chart drawn from the stored bundle (streamed from disk), read with `config`: the
     configuration the diagnosis was made with (the service's, resolved once; default: from the
     VSANDX_PIPELINE_* settings), so the chart shows the grid the verdict saw. The service draws charts
     from the diagnosis's own parse (service.store.chart_store); this is the fallback for a diagnosis stored
@@ -84,9 +85,9 @@ def bundle_chart(path: Path, doc: Mapping[str, Any], config: PipelineConfig | No
     from pipeline.api import load_bundle
 
     try:
-        return key_chart_png(load_bundle(path, config or PipelineConfig.from_settings()), doc)
+        return report_charts(load_bundle(path, config or PipelineConfig.from_settings()), doc)
     except (BundleError, OSError):
-        return None
+        return []
 
 
 MAX_COMMENT = 60000  # Bugzilla refuses comments over 65535 characters, GitHub over 65536
@@ -140,7 +141,7 @@ def _take(name: str, download: Callable[[], AbstractContextManager[BinaryIO]], d
     except (BundleError, ValueError) as e:
         out.refused.append(wording.unreadable(tracker, name, str(e), url))
         return
-    out.reports.append(Report(name, did, doc, chart(stored, doc) if chart and doc.get("findings") else None))
+    out.reports.append(Report(name, did, doc, chart(stored, doc) if chart and doc.get("findings") else []))
 
 
 def _ask(out: Outcome, post: Callable[[str], int], tracker: Tracker, limit: int, sent_log: SentLog) -> Outcome:
@@ -169,11 +170,9 @@ def _finish(out: Outcome, post: Callable[[str], int], reporter: str | None, cont
     if not notify.smtp_host:
         return out
     for r in out.reports:
-        png = r.chart
         try:
             out.mails.append(send_report(r.doc, diagnosis_id=r.diagnosis_id, reporter=reporter, settings=notify,
-                                         sent_log=sent_log, chart_png=png[0] if png else None,
-                                         chart_title=png[1] if png else "", context=context,
+                                         sent_log=sent_log, charts=r.charts, context=context,
                                          purpose=out.subject))  # fmt: skip
         except MailError as e:
             if e.transient:

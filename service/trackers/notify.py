@@ -1,5 +1,7 @@
-"""Emailed diagnosis reports: a multipart/alternative message (text, and HTML with the key chart inline
-as a `cid:` PNG), sent over SMTP to the bug's reporter and the team.
+"""Emailed diagnosis reports, sent over SMTP: to the bug's reporter and the team after a tracker's
+delivery (`send_report`), or to the addresses an engineer gives (`send_to`: the API's and the diagnosis
+page's "send by email"). The message itself (text, and HTML with each finding's chart inline as a
+`cid:` PNG, up to a cap) is service.trackers.report_mail's.
 
 Safety: every address passes `parse_address` (no control characters, one plain addr_spec), headers are
 set through the email package's header registry (which refuses CR/LF in any header value), and the
@@ -15,7 +17,7 @@ message: SMTP offers no transaction spanning both.)
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import ipaddress
 import logging
 import re
 import smtplib
@@ -23,23 +25,27 @@ import ssl
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
-from email.utils import format_datetime, getaddresses
+from email.utils import getaddresses
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Protocol
-from urllib.parse import quote
+from typing import Annotated, Any, Final, Protocol
+from urllib.parse import urlsplit
 
-from pydantic import SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from diagnosis.digest import clean, headline, html_report, text_report
-
-if TYPE_CHECKING:
-    from pipeline.tensors import BundleTensors
+# the message is report_mail's; these names are re-exported for the callers of this module
+from service.trackers.report_mail import ReportChart as ReportChart
+from service.trackers.report_mail import build_report as build_report
+from service.trackers.report_mail import diagnosis_url as diagnosis_url
+from service.trackers.report_mail import key_chart_png as key_chart_png
+from service.trackers.report_mail import message_id as message_id
+from service.trackers.report_mail import one_line as one_line
+from service.trackers.report_mail import report_charts as report_charts
 
 log = logging.getLogger(__name__)
+DEFAULT_PUBLIC_URL: Final = "http://127.0.0.1:8000"
 
 
 class NotifySettings(BaseSettings):
@@ -60,7 +66,9 @@ class NotifySettings(BaseSettings):
     smtp_timeout_s: float = 30.0  # per socket operation: connect, each command, the data transfer
     mail_from: str = "vsandx@localhost"
     team_emails: Annotated[list[str], NoDecode] = []  # env: comma-separated
-    public_url: str = "http://127.0.0.1:8000"  # where engineers reach the web UI
+    public_url: str = DEFAULT_PUBLIC_URL  # where engineers reach the web UI: every link in a report
+    mail_max_charts: Annotated[int, Field(ge=0, le=12)] = 4  # charts inline in one report; the others are linked
+    mail_max_chart_bytes: Annotated[int, Field(ge=0)] = 2 << 20  # and no more PNG than this in one report
 
     @field_validator("team_emails", mode="before")
     @classmethod
@@ -125,6 +133,23 @@ def parse_address(raw: str) -> Address:
     return Address(display_name=name[:100], username=local, domain=domain)
 
 
+MAX_RECIPIENTS: Final = 5  # addresses an engineer may send one report to (the API, the diagnosis page)
+
+
+def chosen_recipients(raw: Sequence[str]) -> list[Address]:
+    """The addresses an engineer typed, validated and de-duplicated; at most MAX_RECIPIENTS. Raises
+    InvalidAddress (naming the first bad one) or ValueError (none, or too many)."""
+    out: dict[str, Address] = {}
+    for r in raw:
+        a = parse_address(r)
+        out.setdefault(a.addr_spec.lower(), a)
+    if not out:
+        raise ValueError("give at least one email address")
+    if len(out) > MAX_RECIPIENTS:
+        raise ValueError(f"at most {MAX_RECIPIENTS} addresses at once, not {len(out)}")
+    return list(out.values())
+
+
 def recipients(reporter: str | None, team: Iterable[str]) -> tuple[list[Address], list[str]]:
     """(the valid, de-duplicated recipients, reporter first; why each other one was refused)."""
     out: dict[str, Address] = {}
@@ -146,51 +171,21 @@ def recipients(reporter: str | None, team: Iterable[str]) -> tuple[list[Address]
     return list(out.values()), refused
 
 
-def message_id(diagnosis_id: str, to: Sequence[Address], purpose: str, domain: str) -> str:
-    """Deterministic: the same report to the same people for the same reason has the same id."""
-    who = ",".join(sorted({a.addr_spec.lower() for a in to}))
-    digest = hashlib.sha256(f"{diagnosis_id}\0{who}\0{purpose}".encode()).hexdigest()[:40]
-    return f"<vsandx.{digest}@{domain}>"
-
-
-def diagnosis_url(public_url: str, diagnosis_id: str) -> str:
-    """The diagnosis page of the web UI (service.api.ui's /diagnoses/{job_id})."""
-    return f"{public_url.rstrip('/')}/diagnoses/{quote(diagnosis_id, safe='')}"
-
-
-def one_line(text: str, limit: int = 160) -> str:
-    """Tracker text fit for a header: control characters (CR/LF included) become spaces."""
-    flat = " ".join(_CONTROL.sub(" ", text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def build_report(
-    doc: Mapping[str, Any], *, diagnosis_id: str, sender: Address, to: Sequence[Address], url: str | None,
-    chart_png: bytes | None = None, chart_title: str = "", context: str | None = None,
-    purpose: str = "diagnosis", now: datetime | None = None,
-) -> EmailMessage:  # fmt: skip
-    """The message: multipart/alternative [text/plain, multipart/related [text/html, image/png]].
-    `context` (e.g. "Bug 123: summary", tracker data) goes into the subject as one sanitised line."""
-    if not to:
-        raise ValueError("a report needs at least one recipient")
-    digest = hashlib.sha256(diagnosis_id.encode()).hexdigest()[:16]
-    cid = f"chart.{digest}@vsandx" if chart_png else None
-    note = "The key chart is attached inline (HTML view)." if chart_png else None
-    msg = EmailMessage()
-    msg["Subject"] = one_line(f"[vsandx] {f'{context} — ' if context else ''}{headline(doc)}", 200)
-    msg["From"] = sender
-    msg["To"] = list(to)
-    msg["Date"] = format_datetime(now or datetime.now(UTC))
-    msg["Message-ID"] = message_id(diagnosis_id, to, purpose, sender.domain)
-    msg["Auto-Submitted"] = "auto-generated"  # RFC 3834: no vacation replies to the service
-    msg["X-Vsandx-Diagnosis"] = one_line(diagnosis_id, 100)
-    msg.set_content(text_report(doc, url, note))
-    msg.add_alternative(html_report(doc, url, cid, chart_title), subtype="html")
-    if chart_png and cid:
-        html_part = list(msg.iter_parts())[1]
-        html_part.add_related(chart_png, "image", "png", cid=f"<{cid}>", filename="chart.png",
-                              disposition="inline")  # fmt: skip
-    return msg
+def public_url_warning(s: NotifySettings) -> str | None:
+    """Why the links of emailed reports would not reach anyone: SMTP is set but VSANDX_PUBLIC_URL is
+    left at its default, or names this machine's loopback. None when all is well (or mail is off)."""
+    if not s.smtp_host:
+        return None
+    host = (urlsplit(s.public_url).hostname or "").lower()
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if s.public_url.rstrip("/") != DEFAULT_PUBLIC_URL and not loopback:
+        return None
+    return (f"VSANDX_SMTP_HOST is set but VSANDX_PUBLIC_URL is {s.public_url!r}: the links in emailed reports "
+            "point to this machine's loopback, where nobody who reads them can follow them; set "
+            "VSANDX_PUBLIC_URL to the address engineers open the web UI at")  # fmt: skip
 
 
 def _tls_context(s: NotifySettings) -> ssl.SSLContext:
@@ -265,40 +260,40 @@ class SendResult:
 
 def send_report(
     doc: Mapping[str, Any], *, diagnosis_id: str, reporter: str | None, settings: NotifySettings,
-    sent_log: SentLog, chart_png: bytes | None = None, chart_title: str = "", context: str | None = None,
+    sent_log: SentLog, charts: Sequence[ReportChart] = (), context: str | None = None,
     purpose: str = "diagnosis",
 ) -> SendResult:  # fmt: skip
-    """Build and send the report once per (diagnosis, recipients, purpose). Raises MailError."""
+    """The report to the reporter and the team, once per (diagnosis, recipients, purpose). Raises MailError."""
+    to, refused = recipients(reporter, settings.team_emails)
+    for r in refused:
+        log.warning("report %s: %s", diagnosis_id, r)
+    return send_to(doc, diagnosis_id=diagnosis_id, to=to, settings=settings, sent_log=sent_log, charts=charts,
+                   context=context, purpose=purpose, refused=refused)  # fmt: skip
+
+
+def send_to(
+    doc: Mapping[str, Any], *, diagnosis_id: str, to: Sequence[Address], settings: NotifySettings,
+    sent_log: SentLog, charts: Sequence[ReportChart] = (), context: str | None = None,
+    purpose: str = "diagnosis", refused: Sequence[str] = (),
+) -> SendResult:  # fmt: skip
+    """Build and send the report to `to` (validated addresses) once per (diagnosis, recipients, purpose):
+    a repeat finds its Message-ID in `sent_log` and sends nothing. Raises MailError."""
     try:
         sender = parse_address(settings.mail_from)
     except InvalidAddress as e:
         raise MailError(f"VSANDX_MAIL_FROM: {e}", transient=False) from e
-    to, refused = recipients(reporter, settings.team_emails)
-    for r in refused:
-        log.warning("report %s: %s", diagnosis_id, r)
     if not to:
-        return SendResult("", False, [], refused)
-    url = diagnosis_url(settings.public_url, diagnosis_id)
-    msg = build_report(doc, diagnosis_id=diagnosis_id, sender=sender, to=to, url=url, chart_png=chart_png,
-                       chart_title=chart_title, context=context, purpose=purpose)  # fmt: skip
+        return SendResult("", False, [], list(refused))
+    msg = build_report(doc, diagnosis_id=diagnosis_id, sender=sender, to=to,
+                       url=diagnosis_url(settings.public_url, diagnosis_id), charts=charts, context=context,
+                       purpose=purpose, max_inline=settings.mail_max_charts,
+                       max_bytes=settings.mail_max_chart_bytes)  # fmt: skip
     mid = str(msg["Message-ID"])
     addrs = [a.addr_spec for a in to]
     if sent_log.was_sent(mid):
         log.info("report %s to %s already sent as %s", diagnosis_id, addrs, mid)
-        return SendResult(mid, False, addrs, refused)
+        return SendResult(mid, False, addrs, list(refused))
     bounced = deliver(msg, settings)
     sent_log.mark_sent(mid)
-    refused += [f"server refused {r}: {code} {text!r}" for r, (code, text) in bounced.items()]
-    return SendResult(mid, True, [a for a in addrs if a not in bounced], refused)
-
-
-def key_chart_png(bundle: BundleTensors, doc: Mapping[str, Any]) -> tuple[bytes, str] | None:
-    """(PNG, title) of the first finding's chart, drawn from the parsed bundle (pipeline BundleTensors);
-    None when there is no finding or no data."""
-    from diagnosis.chart_render import chart_png
-    from diagnosis.charts import charts_for
-
-    charts = charts_for(bundle, dict(doc))
-    if not charts:
-        return None
-    return chart_png(charts[0]), clean(charts[0].title)
+    out = list(refused) + [f"server refused {r}: {code} {text!r}" for r, (code, text) in bounced.items()]
+    return SendResult(mid, True, [a for a in addrs if a not in bounced], out)

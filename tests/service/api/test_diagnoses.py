@@ -171,7 +171,11 @@ def _write_routes(routes: Iterable[Any]) -> Iterator[tuple[str, str]]:
 
 
 WEBHOOKS = {("POST", "/api/v1/webhooks/bugzilla"), ("POST", "/api/v1/webhooks/github")}  # trackers' signatures
-UI_FORMS = {("POST", "/diagnoses/{job_id}/feedback"), ("POST", "/model/retrains")}  # `api_key` form field
+UI_FORMS = {
+    ("POST", "/diagnoses/{job_id}/feedback"),
+    ("POST", "/diagnoses/{job_id}/email"),
+    ("POST", "/model/retrains"),
+}  # `api_key` form field
 
 
 def test_api_keys_guard_every_write_route(tmp_path: Path, model_dir: Path, bundles: list[Path]) -> None:

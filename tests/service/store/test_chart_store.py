@@ -50,7 +50,7 @@ def test_draw_store_and_read_back(settings: ServiceSettings, monkeypatch: pytest
     assert (
         len(first.svgs) == len(hostile.panels) and 'id="c0-0-t"' in first.svgs[0] and 'id="c1-0-t"' in stored[1].svgs[0]
     )
-    assert "<script" not in "".join(first.svgs) and first.onset.startswith("Onset estimated at")
+    assert "<script" not in "".join(first.svgs) and first.onset.startswith("Onset: started about ")
     png = chart_store.png(settings, key, 0)
     assert png is not None and png[:4] == b"\x89PNG"
     assert chart_store.png(settings, key, chart_store.MAX_CHARTS) is None and chart_store.png(settings, key, -1) is None
@@ -103,12 +103,13 @@ def test_a_pipeline_setting_reaches_the_verdict_and_the_charts_alike(
         seen["charts"] = bt
         return charts_for(bt, doc)
 
-    def tracker_chart(bt: BundleTensors, doc: object) -> None:
+    def tracker_chart(bt: BundleTensors, doc: object) -> list[Any]:
         seen["tracker"] = bt
+        return []
 
     monkeypatch.setattr(Predictor, "document", verdict)
     monkeypatch.setattr(chart_store, "charts_for", charts)
-    monkeypatch.setattr(flow, "key_chart_png", tracker_chart)
+    monkeypatch.setattr(flow, "report_charts", tracker_chart)
     with pipeline_env(monkeypatch, grid_steps=steps):
         settings = service_settings(tmp_path / "var", model_dir)
         with TestClient(create_app(settings)) as c:
@@ -117,8 +118,9 @@ def test_a_pipeline_setting_reaches_the_verdict_and_the_charts_alike(
             assert r.status_code == 201, r.text
             doc = r.json()["diagnosis"]
             state: Any = c.app.state  # type: ignore[attr-defined]
-            # a report for a diagnosis stored without charts: its key chart is drawn from the stored bundle
-            WebhookWorker(state.database, settings, state.holder).key_chart(bundles[0], {"findings": doc["findings"]})
+            # a report for a diagnosis stored without charts: its charts are drawn from the stored bundle
+            worker = WebhookWorker(state.database, settings, state.holder)
+            worker.report_charts(bundles[0], {"findings": doc["findings"]})
     assert seen["verdict"] is seen["charts"] and steps == seen["verdict"].T
     assert steps == seen["tracker"].T
     key = chart_store.key_of(doc)

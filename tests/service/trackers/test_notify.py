@@ -1,5 +1,6 @@
-"""Emailed reports against a real local SMTP server (aiosmtpd): structure, inline chart, headers and
-envelope safe from tracker data, send-once, STARTTLS (required, verified) and login."""
+"""Emailed reports against a real local SMTP server (aiosmtpd): structure, inline charts, headers and
+envelope safe from tracker data, send-once, STARTTLS (required, verified) and login. The report's
+charts, onset words, subject and links: test_report_mail.py."""
 
 from __future__ import annotations
 
@@ -16,27 +17,32 @@ from service.trackers.notify import (
     MailError,
     MemorySentLog,
     NotifySettings,
+    ReportChart,
     build_report,
     key_chart_png,
     message_id,
     parse_address,
     recipients,
+    report_charts,
     send_report,
 )  # fmt: skip
 from tests.service.deliveries import mail_settings
 from tests.service.fakes import Received, SmtpServer, self_signed
 
+Report = tuple[dict[str, Any], list[ReportChart]]
+
 
 @pytest.fixture(scope="module")
-def report(model_dir: Path, bundles: list[Path]) -> tuple[dict[str, Any], bytes, str]:
-    """A real diagnosis with findings, and the PNG of its key chart."""
+def report(model_dir: Path, bundles: list[Path]) -> tuple[dict[str, Any], list[ReportChart]]:
+    """A real diagnosis with findings, and each finding's chart."""
     p = Predictor.load(str(model_dir))
     for b in bundles:
         doc = p.diagnose(b)
         if doc["findings"]:
-            chart = key_chart_png(load_bundle(b), doc)
-            assert chart is not None
-            return doc, chart[0], chart[1]
+            key = key_chart_png(load_bundle(b), doc)
+            charts = report_charts(load_bundle(b), doc)
+            assert key is not None and charts and charts[0].png == key[0]
+            return doc, charts
     raise AssertionError("no simulated bundle got a finding from the test model")
 
 
@@ -45,12 +51,14 @@ def only(server: SmtpServer) -> Received:
     return server.received[0]
 
 
-def test_report_structure_chart_and_link(report: tuple[dict[str, Any], bytes, str]) -> None:
-    doc, png, title = report
+def test_report_structure_chart_and_link(report: Report) -> None:
+    doc, charts = report
+    png = charts[0].png
+    assert png is not None
     with SmtpServer() as server:
         res = send_report(doc, diagnosis_id="job-42", reporter="Reporter <rep@bugs.example>",
-                          settings=mail_settings(server.port), sent_log=MemorySentLog(), chart_png=png,
-                          chart_title=title, context="Bug 7: slow VMs")  # fmt: skip
+                          settings=mail_settings(server.port), sent_log=MemorySentLog(), charts=charts[:1],
+                          context="Bug 7: slow VMs")  # fmt: skip
         got = only(server)
     assert res.sent and res.to == ["rep@bugs.example", "team@perf.example", "lead@perf.example"]
     assert got.mail_from == "vsandx@diag.example" and got.rcpt_tos == res.to
@@ -75,7 +83,7 @@ def test_report_structure_chart_and_link(report: tuple[dict[str, Any], bytes, st
         assert top["recommendation"].split(",")[0] in body and top["evidence"][0].split(" (")[0] in body
 
 
-def test_tracker_data_cannot_inject_headers_or_recipients(report: tuple[dict[str, Any], bytes, str]) -> None:
+def test_tracker_data_cannot_inject_headers_or_recipients(report: Report) -> None:
     doc = report[0]
     with SmtpServer() as server:
         res = send_report(doc, diagnosis_id="job-1\r\nX-Evil: 1", reporter="a@b.c\r\nBcc: evil@x.example",
@@ -89,7 +97,8 @@ def test_tracker_data_cannot_inject_headers_or_recipients(report: tuple[dict[str
     names = [line.split(":", 1)[0].lower() for line in re.split(r"\r?\n", head) if line and not line[0].isspace()]
     assert "bcc" not in names and "x-injected" not in names and "x-evil" not in names
     assert "evil" not in " ".join(got.rcpt_tos)
-    assert "\n" not in got.message["Subject"] and "Bcc: evil2" in got.message["Subject"]  # kept as text only
+    subject = got.message["Subject"]  # the injection kept as text (and shortened: the subject stays short)
+    assert "\n" not in subject and "Bug 9: urgent Bcc" in subject and len(subject) < 120
 
 
 def test_address_validation() -> None:
@@ -116,7 +125,7 @@ def test_message_id_is_deterministic() -> None:
     assert a["Message-ID"] == b["Message-ID"] and a.get_content_type() == "multipart/alternative"
 
 
-def test_second_send_is_skipped(report: tuple[dict[str, Any], bytes, str]) -> None:
+def test_second_send_is_skipped(report: Report) -> None:
     log = MemorySentLog()
     with SmtpServer() as server:
         s = mail_settings(server.port)
@@ -129,7 +138,7 @@ def test_second_send_is_skipped(report: tuple[dict[str, Any], bytes, str]) -> No
         assert len(server.received) == 2
 
 
-def test_starttls_required_but_not_offered_fails_without_sending(report: tuple[dict[str, Any], bytes, str]) -> None:
+def test_starttls_required_but_not_offered_fails_without_sending(report: Report) -> None:
     log = MemorySentLog()
     with SmtpServer() as server:
         with pytest.raises(MailError, match="does not offer STARTTLS") as e:
@@ -142,7 +151,7 @@ def test_starttls_required_but_not_offered_fails_without_sending(report: tuple[d
                            sent_log=log).sent  # fmt: skip
 
 
-def test_starttls_verified_and_login(tmp_path: Path, report: tuple[dict[str, Any], bytes, str]) -> None:
+def test_starttls_verified_and_login(tmp_path: Path, report: Report) -> None:
     cert, key = self_signed(tmp_path)
     with SmtpServer(tls=(cert, key), users={"svc": "s3cret"}) as server:
         # the system store does not trust a self-signed certificate: refused, nothing sent
@@ -159,7 +168,7 @@ def test_starttls_verified_and_login(tmp_path: Path, report: tuple[dict[str, Any
             send_report(report[0], diagnosis_id="k", reporter=None, settings=bad, sent_log=MemorySentLog())
 
 
-def test_password_never_sent_in_clear(report: tuple[dict[str, Any], bytes, str]) -> None:
+def test_password_never_sent_in_clear(report: Report) -> None:
     with SmtpServer() as server:
         s = mail_settings(server.port, smtp_user="svc", smtp_password="pw")
         with pytest.raises(MailError, match="without TLS"):
@@ -167,7 +176,7 @@ def test_password_never_sent_in_clear(report: tuple[dict[str, Any], bytes, str])
         assert server.received == []
 
 
-def test_unreachable_server_is_transient(report: tuple[dict[str, Any], bytes, str]) -> None:
+def test_unreachable_server_is_transient(report: Report) -> None:
     from tests.service.fakes import free_port
 
     with pytest.raises(MailError, match=r"127\.0\.0\.1") as e:
