@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/bench_generalise.py [--models cnn_small,logreg,mlp,svm,mnb,rules,minirocket]
         [--train 400] [--lab 0] [--test 80] [--folds 0,1]
         [--perturb interval:3,hosts,esxtop,logs:7,logs:8,load:0.5,load:2] [--epochs 30] [--cnn-seeds 3]
-        [--combine cnn_small+rules,logreg+rules] [--data var/bench-generalise] [--markdown]
+        [--combine cnn_small+rules,logreg+rules] [--calibrate temperature,isotonic,auto]
+        [--data var/bench-generalise] [--markdown]
 
 Leave-one-cause-out: fold k holds out, for every fault with several causes, its k-th cause
 (data.simulate.causes); each model trains on field bundles (seed 21, 30 % partial uploads) drawn
@@ -19,8 +20,10 @@ interval, hosts left out, no esxtop, the other log style, the load scaled): accu
 
 A CNN family is trained with `seeds=--cnn-seeds`: that many networks whose probabilities are averaged,
 the ensemble `vsandx train` serves. `--combine a+b` also scores the average of fitted models' probabilities
-(the expert rules as a prior beside a learnt model). Prints a JSON line per (model, test) and, with --markdown, the
-table for the README.
+(the expert rules as a prior beside a learnt model). `--calibrate m1,m2` also scores each model calibrated on
+the validation bundles by each method (models.calibration, per kind). Every row gives the expected calibration error of
+the components' top scores (`ece`, and per kind). Prints a JSON line per (model, test) and, with
+--markdown, the table for the README.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ sys.path.insert(0, str(REPO))
 from bench_accuracy import score  # noqa: E402
 
 from data.simulate.causes import CAUSES  # noqa: E402
+from models.base import LABELS  # noqa: E402
+from models.calibration import CalibratedDiagnoser, kind_ece  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
 from models.metrics import per_fault  # noqa: E402
 from models.registry import create_model  # noqa: E402
@@ -86,14 +91,21 @@ def main() -> int:
     ap.add_argument("--data", default=str(REPO / "var" / "bench-generalise"))
     ap.add_argument("--combine", default="cnn_small+rules,logreg+rules",
                     help="fitted models averaged (a+b; a+b*0.5 weighs b by 0.5) and scored too")  # fmt: skip
+    ap.add_argument("--calibrate", default="", help="also score each model calibrated on the val set by these "
+                    "methods (temperature,isotonic,auto: models.calibration)")  # fmt: skip
     ap.add_argument("--markdown", action="store_true", help="also print the README tables")
     args = ap.parse_args()
     root, names = Path(args.data), args.models.split(",")
     val = data(DatasetSpec("field", args.val, seed=2), root)
     rows: list[dict[str, Any]] = []
 
-    def report(model: str, test: str, yt: list[Any], pred: list[Any], fit_s: float, **extra: Any) -> None:
-        row = {"model": model, "test": test, **score(yt, pred), "fit_s": round(fit_s), **extra}
+    def report(
+        model: str, test: str, Xt: list[Any], yt: list[Any], probs: list[Any], fit_s: float, **extra: Any
+    ) -> None:
+        pred = [{c: LABELS[int(p.argmax())] for c, p in b.items()} for b in probs]
+        cal = {k: round(v, 4) for k, v in kind_ece(probs, Xt, yt).items()}
+        row = {"model": model, "test": test, **score(yt, pred), "fit_s": round(fit_s), "ece": cal.pop("all"),
+               "ece_kind": cal, **extra}  # fmt: skip
         row.pop("wrong")
         # recall of the faults these bundles hold (a fault with no support has no recall to speak of)
         row["recall"] = {k: round(v["recall"], 2) for k, v in per_fault(yt, pred).items() if v["support"]}
@@ -101,6 +113,7 @@ def main() -> int:
         print(json.dumps(row), flush=True)
 
     combos = [c for c in args.combine.split(",") if c]
+    methods = [m for m in args.calibrate.split(",") if m]
 
     def run(X: list[Any], y: list[Any], tests: dict[str, tuple[list[Any], list[Any]]], **extra: Any) -> None:
         fitted: dict[str, tuple[Any, float]] = {}
@@ -113,9 +126,13 @@ def main() -> int:
                 weights = [float(w or 1) for _, _, w in parts]
                 ens = EnsembleDiagnoser.of([fitted[p][0] for p, _, _ in parts], weights)
                 fitted[combo] = (ens, sum(fitted[p][1] for p, _, _ in parts))
+        for method in methods:
+            for name, (model, fit_s) in list(fitted.items()):
+                if " " not in name:  # not a calibrated one already
+                    fitted[f"{name} {method}"] = (CalibratedDiagnoser.of(model, method).calibrate(*val), fit_s)
         for name, (model, fit_s) in fitted.items():
             for test, (Xt, yt) in tests.items():
-                report(name, test, yt, model.predict(Xt), fit_s, **extra)
+                report(name, test, Xt, yt, model.predict_proba(Xt), fit_s, **extra)
 
     for fold in [int(f) for f in args.folds.split(",") if f]:
         held = held_out(fold)
@@ -131,7 +148,8 @@ def main() -> int:
         tests = {p: data(DatasetSpec("field", args.test, seed=23, perturb=p), root) for p in ["", *perturbs]}
         run(X, y, {p or "as simulated": t for p, t in tests.items()})
     if args.markdown:
-        print(markdown(rows, names + combos))
+        shown = names + combos
+        print(markdown(rows, shown + [f"{n} {m}" for m in methods for n in shown]))
     return 0
 
 

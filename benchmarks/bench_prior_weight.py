@@ -33,6 +33,7 @@ def main() -> int:
     root = Path(args.data)
     folder = max(root.glob("runs/*/ensemble"), key=lambda p: p.stat().st_mtime)
     ens = load_model(folder)
+    ens = getattr(ens, "base_", ens)  # the served model is calibrated; its ensemble lies one level down
     assert isinstance(ens, EnsembleDiagnoser) and len(ens.models_) > 1, f"{folder}: no prior beside the CNNs"
     cnns, prior = ens.models_[:-1], ens.models_[-1]
     test = next(

@@ -154,7 +154,7 @@ def train(args: argparse.Namespace) -> int:
     from training.run import TrainConfig, run_training
     from vsandx.settings import get_settings
 
-    preset = "smoke" if args.smoke else "quick" if args.quick else "full"
+    preset = "smoke" if args.smoke else "quick" if args.quick else "standard" if args.standard else "full"
     cfg = TrainConfig.preset(preset)
     changes = {
         k: v

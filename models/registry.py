@@ -32,7 +32,14 @@ SearchSpace = dict[str, tuple[Any, ...]]
 SPACE_KINDS = ("uniform", "loguniform", "int", "choice")
 # Modules whose import registers the built-in families (sklearn baselines, MiniRocket, torch CNNs,
 # expert rules).
-BUILTIN_MODULES = ("models.baselines", "models.rocket", "models.cnn", "models.ensemble", "models.rules")
+BUILTIN_MODULES = (
+    "models.baselines",
+    "models.rocket",
+    "models.cnn",
+    "models.ensemble",
+    "models.rules",
+    "models.calibration",
+)
 # Where each built-in family is registered, so that loading one model imports its module alone: a CNN
 # champion never pays for scikit-learn or sktime (seconds of a fresh `vsandx diagnose`). A test checks
 # this map against what the modules register.
@@ -42,6 +49,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     **dict.fromkeys(("cnn_small", "cnn_base", "cnn_deep"), "models.cnn"),
     "ensemble": "models.ensemble",
     "rules": "models.rules",
+    "calibrated": "models.calibration",
 }
 
 D = TypeVar("D", bound="type[Diagnoser]")

@@ -50,11 +50,24 @@ class CurvePoint:
 
 
 @dataclass
+class KindCalibration:
+    """How the served model's scores of one component kind were calibrated, and what it bought on the
+    test set: top-label confidences and hits before and after, for the ECE and the reliability diagram."""
+
+    kind: str
+    method: str  # temperature | isotonic
+    temperature: float | None
+    before: tuple[np.ndarray, np.ndarray]  # (confidence, hit) per test component, uncalibrated
+    after: tuple[np.ndarray, np.ndarray]
+
+
+@dataclass
 class Results:
     config: dict[str, Any]
     scores: list[ModelScore]
     trials: list[dict[str, Any]] = field(default_factory=list)  # config + val metrics of each sweep trial
     curve: list[CurvePoint] = field(default_factory=list)
+    calibration: list[KindCalibration] = field(default_factory=list)
 
 
 def score_model(
@@ -131,6 +144,57 @@ def _curve(curve: Sequence[CurvePoint], path: Path) -> None:
     plt.close(fig)
 
 
+def _reliability(cal: Sequence[KindCalibration], path: Path, bins: int = 10) -> None:
+    """Accuracy against confidence per kind, before (dashed) and after calibration; the diagonal is perfect."""
+    fig, axes = plt.subplots(1, len(cal), figsize=(2.6 * len(cal), 2.8), squeeze=False)
+    for ax, c in zip(axes[0], cal, strict=True):
+        for (conf, hit), style, label in ((c.before, "--", "before"), (c.after, "-", "after")):
+            idx = np.minimum((conf * bins).astype(int), bins - 1)
+            used = [b for b in range(bins) if (idx == b).any()]
+            ax.plot([conf[idx == b].mean() for b in used], [hit[idx == b].mean() for b in used], style,
+                    marker="o", ms=3, label=label)  # fmt: skip
+        ax.plot([0, 1], [0, 1], color="#999999", lw=0.8)
+        ax.set(title=c.kind, xlabel="confidence", xlim=(0, 1), ylim=(0, 1.02))
+    axes[0][0].set_ylabel("accuracy")
+    axes[0][-1].legend(loc="lower right", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def calibration_lines(cal: Sequence[KindCalibration], folder: Path) -> list[str]:
+    """The report's calibration section: ECE per kind on the test set before and after, the diagram."""
+    from models.calibration import ece
+
+    lines = ["", "## Calibration of the served model (field test set)", "",
+             "Expected calibration error of each component's top score (15 bins; 0 = a score of 90 % is "
+             "right 90 % of the time). The maps were fitted on the validation bundles.", "",
+             "| kind | method | temperature | components | ECE before | ECE after |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for c in cal:
+        t = f"{c.temperature:.2f}" if c.temperature is not None else ""
+        lines.append(
+            f"| {c.kind} | {c.method} | {t} | {len(c.after[0])} | {ece(*c.before):.3f} | {ece(*c.after):.3f} |"
+        )
+    _reliability(cal, folder / "reliability.png")
+    return [*lines, "", "![reliability per kind](reliability.png)"]
+
+
+def calibration_results(model: Diagnoser, Xt: Sequence[BundleTensors], yt: Sequence[Labels]) -> list[KindCalibration]:
+    """The served model's calibration per kind on the test set ([] when it is not calibrated)."""
+    from models.calibration import CalibratedDiagnoser, kind_top
+
+    if not isinstance(model, CalibratedDiagnoser):
+        return []
+    before, after = kind_top(model.base_.predict_proba(Xt), Xt, yt), kind_top(model.predict_proba(Xt), Xt, yt)
+    out = []
+    for kind, m in model.summary().items():
+        if kind in after:
+            t = float(np.exp(m["log_t"])) if "log_t" in m else None
+            out.append(KindCalibration(kind, m["method"], t, before[kind], after[kind]))
+    return out
+
+
 def write_report(res: Results, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     scores = sorted(res.scores, key=lambda s: -s.exact_match)
@@ -164,6 +228,8 @@ def write_report(res: Results, folder: Path) -> Path:
             m = s.per_fault.get(f, {})
             cells.append(f"{m.get('recall', 0):.2f} / {m.get('precision', 0):.2f} (n={int(m.get('support', 0))})")
         lines.append(f"| {s.name} | " + " | ".join(cells) + " |")
+    if res.calibration:
+        lines += calibration_lines(res.calibration, folder)
     if res.curve:
         _curve(res.curve, folder / "learning_curve.png")
         lines += ["", "## Learning curve and training time", "", "![learning curve](learning_curve.png)", ""]

@@ -33,14 +33,13 @@ from training.run import (
     TRAINING_SETS,
     TrainConfig,
     build_sets,
-    choose_ensemble,
     dataset_specs,
     served_ensemble,
     sweep_and_rank,
     training_folder,
     training_sources,
-    winner_configs,
 )
+from training.selection import choose_ensemble, winner_configs
 from training.tracking import ModelRef, NoModel, Run, Tracker, fetch_model
 from vsandx.settings import Settings
 
@@ -138,7 +137,8 @@ def champion_configs(
     else its (ensemble members') hyperparameters. What the preset fixes (its overrides) stays fixed."""
     found = tracker.run_json(champ.run_id, "winners.json") if champ and champ.run_id else None
     if not isinstance(found, list):
-        members = getattr(model, "models_", None) or ([model] if model is not None else [])
+        base = getattr(model, "base_", model)  # a calibrated ensemble: its members lie one level down
+        members = getattr(base, "models_", None) or ([base] if base is not None else [])
         found = [{"model": m.name, **m.get_params(deep=False)} for m in members]
     return [
         {k: v for k, v in c.items() if k not in cfg.overrides and k != "seed"}
@@ -267,7 +267,7 @@ def _sweep_candidate(
     train = training_folder(parts, root)
     top, members = choose_ensemble(ranked, *load_dataset(val), cfg.top_k)
     run.log_dict(winner_configs(top), "winners.json")  # the next retrain starts here if this one wins
-    return served_ensemble(members, cfg, *load_dataset(train))
+    return served_ensemble(members, cfg, *load_dataset(train), load_dataset(val))
 
 
 def _version_tags(run_id: str, field: Scores, feedback: Scores, test: DatasetSpec) -> dict[str, str]:

@@ -10,6 +10,7 @@ import pytest
 
 from data.simulate.runner import simulate_many
 from diagnosis.predictor import Predictor
+from models.calibration import CalibratedDiagnoser
 from models.ensemble import EnsembleDiagnoser
 from tests.conftest import pipeline_env
 from training.run import TrainConfig, Trained, run_training
@@ -52,13 +53,16 @@ def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) 
     assert names[0] == "cnn-ensemble + rules" and {"svm", "logreg", "mlp", "mnb", "minirocket"} <= set(names)
     assert "cnn-ensemble alone" in names  # the CNNs without the rules beside them, for comparison
     served = Predictor.load(None, settings).model
-    assert isinstance(served, EnsembleDiagnoser) and served.models_[-1].name == "rules"
-    k = len(served.models_) - 1
-    assert list(served.weights) == [1.0 / k] * k + [0.5]  # the CNNs weigh 1 in all, the rules 0.5
+    assert isinstance(served, CalibratedDiagnoser) and served.summary()  # scores calibrated on the val set
+    ens = served.base_
+    assert isinstance(ens, EnsembleDiagnoser) and ens.models_[-1].name == "rules"
+    k = len(ens.models_) - 1
+    assert list(ens.weights) == [1.0 / k] * k + [0.5]  # the CNNs weigh 1 in all, the rules 0.5
     text = done.report.read_text()
-    for section in ("## Field test set", "## Per-fault recall", "## Learning curve", "## Sweep"):
+    for section in ("## Field test set", "## Per-fault recall", "## Calibration", "## Learning curve", "## Sweep"):
         assert section in text
-    assert (done.report.parent / "comparison.png").stat().st_size > 1000
+    for png in ("comparison.png", "reliability.png"):
+        assert (done.report.parent / png).stat().st_size > 1000
     # The learning curve's whole-set point is the best trial itself, scored rather than trained again.
     best = next(s for s in done.scores if s.name.endswith("(best trial)"))
     rows = text.split("## Learning curve")[1].split("## Sweep")[0].strip().splitlines()

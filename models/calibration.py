@@ -1,0 +1,239 @@
+"""Calibrated probabilities: a fitted diagnoser whose per-component scores are mapped, per component
+kind, so that "90 % sure" is right about 90 % of the time.
+
+    model = CalibratedDiagnoser.of(served).fit(Xv, yv)   # Xv, yv: held-out (validation) bundles
+
+Two maps, the way scikit-learn's CalibratedClassifierCV offers them, chosen per kind on the calibration
+bundles themselves by two-fold cross-fitting (the one with the lower expected calibration error wins):
+- `temperature`: q ∝ p ** (1 / T), one T per kind (T > 1 softens an over-sure model); never changes
+  which label is most probable.
+- `isotonic`: per label of the kind, a monotone map of its score (one-vs-rest isotonic regression),
+  renormalised over the kind's labels.
+Saved like any diagnoser: the base model's state nested under `base/`, the maps as small arrays, so
+loading runs no code from the file and predicting imports no scikit-learn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Self
+
+import numpy as np
+
+from models.base import KIND_LABEL_INDEX, Diagnoser, Labels, Proba, check_Xy, kind_targets
+from models.estimator import check_is_fitted
+from models.registry import create_model, register_model
+from pipeline.tensors import BundleTensors
+
+EPS = 1e-6
+LOG_T = np.linspace(np.log(0.25), np.log(8.0), 121)  # the temperatures tried, evenly in log
+METHODS = ("temperature", "isotonic")
+
+
+def ece(conf: np.ndarray, correct: np.ndarray, bins: int = 15) -> float:
+    """Expected calibration error of top-label confidences: the bin-size-weighted mean gap between
+    confidence and accuracy over `bins` equal-width bins of confidence."""
+    if len(conf) == 0:
+        return 0.0
+    idx = np.minimum((conf * bins).astype(int), bins - 1)
+    total = 0.0
+    for b in range(bins):
+        m = idx == b
+        if m.any():
+            total += m.sum() * abs(float(correct[m].mean()) - float(conf[m].mean()))
+    return total / len(conf)
+
+
+def _kind_scores(
+    probs: Sequence[Proba], X: Sequence[BundleTensors], y: Sequence[Labels] | None, kind: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """(n, k) the kind's labels' scores of every component of `kind`, and (n,) their targets (-1: none given)."""
+    rows, targets = [], []
+    cols = KIND_LABEL_INDEX[kind]
+    for b, bt in enumerate(X):
+        if kind not in bt.kinds:
+            continue
+        for cid in bt.kinds[kind].ids:
+            rows.append(probs[b][cid][cols])
+        if y is not None:
+            targets.append(kind_targets(bt, y[b], kind))
+    p = np.array(rows, dtype=np.float64).reshape(-1, len(cols))
+    t = np.concatenate(targets) if targets else np.full(len(p), -1, dtype=np.int64)
+    return p, t
+
+
+def kind_top(
+    probs: Sequence[Proba], X: Sequence[BundleTensors], y: Sequence[Labels]
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per kind: (top-label confidence, 1.0 where that label is right) of every labelled component."""
+    out = {}
+    for kind in KIND_LABEL_INDEX:
+        p, t = _kind_scores(probs, X, y, kind)
+        p, t = p[t >= 0], t[t >= 0]
+        if len(t):
+            out[kind] = (p.max(axis=1) / p.sum(axis=1), (p.argmax(axis=1) == t).astype(float))
+    return out
+
+
+def kind_ece(probs: Sequence[Proba], X: Sequence[BundleTensors], y: Sequence[Labels]) -> dict[str, float]:
+    """Expected calibration error of every kind's components on (X, y) from their scores `probs`, and
+    over all components ("all"): what the training report and the benchmarks give."""
+    top = kind_top(probs, X, y)
+    out = {kind: ece(conf, hit) for kind, (conf, hit) in top.items()}
+    confs, hits = [c for c, _ in top.values()], [h for _, h in top.values()]
+    out["all"] = ece(np.concatenate(confs), np.concatenate(hits)) if confs else 0.0
+    return out
+
+
+def _normalise(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, EPS, None)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def _apply_temperature(p: np.ndarray, log_t: float) -> np.ndarray:
+    z = np.log(_normalise(p)) / np.exp(log_t)
+    z -= z.max(axis=1, keepdims=True)
+    return _normalise(np.exp(z))
+
+
+def _fit_temperature(p: np.ndarray, t: np.ndarray) -> float:
+    """The log-temperature of least negative log-likelihood on (p, t)."""
+    nll = [-np.log(_apply_temperature(p, lt)[np.arange(len(t)), t]).mean() for lt in LOG_T]
+    return float(LOG_T[int(np.argmin(nll))])
+
+
+def _fit_isotonic(p: np.ndarray, t: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per label: the (score, calibrated score) knots of a one-vs-rest isotonic regression."""
+    from sklearn.isotonic import IsotonicRegression
+
+    knots = []
+    for j in range(p.shape[1]):
+        iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p[:, j], (t == j).astype(float))
+        knots.append((np.asarray(iso.X_thresholds_, float), np.asarray(iso.y_thresholds_, float)))
+    return knots
+
+
+def _apply_isotonic(p: np.ndarray, knots: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    cols = [np.interp(p[:, j], x, v) if len(x) else p[:, j] for j, (x, v) in enumerate(knots)]
+    return _normalise(np.stack(cols, axis=1))
+
+
+def _top_ece(q: np.ndarray, t: np.ndarray) -> float:
+    return ece(q.max(axis=1), (q.argmax(axis=1) == t).astype(float))
+
+
+def _choose(p: np.ndarray, t: np.ndarray, seed: int) -> str:
+    """The method of lower cross-fitted ECE: each half calibrated on the other."""
+    if len(t) < 20:
+        return "temperature"
+    order = np.random.default_rng(seed).permutation(len(t))
+    halves = (order[: len(t) // 2], order[len(t) // 2 :])
+    err = dict.fromkeys(METHODS, 0.0)
+    for fit_on, test_on in (halves, halves[::-1]):
+        pf, tf, pt, tt = p[fit_on], t[fit_on], p[test_on], t[test_on]
+        err["temperature"] += _top_ece(_apply_temperature(pt, _fit_temperature(pf, tf)), tt)
+        err["isotonic"] += _top_ece(_apply_isotonic(pt, _fit_isotonic(pf, tf)), tt)
+    return min(METHODS, key=lambda m: err[m])
+
+
+@register_model("calibrated", description="a fitted diagnoser with per-kind calibrated probabilities")
+class CalibratedDiagnoser(Diagnoser):
+    default_name = "calibrated"
+
+    def __init__(self, base: tuple[str, dict[str, Any]] = ("logreg", {}), method: str = "auto", seed: int = 0) -> None:
+        self.base = base  # the registry name and hyperparameters of the model calibrated
+        self.method = method  # auto | temperature | isotonic
+        self.seed = seed
+
+    @classmethod
+    def of(cls, base: Diagnoser, method: str = "auto") -> CalibratedDiagnoser:
+        """`base`, already fitted, ready to `calibrate` (as CalibratedClassifierCV's prefit)."""
+        check_is_fitted(base)
+        model = cls((base.name, base.get_params(deep=False)), method)
+        model.model_name = "calibrated"
+        model.base_ = base
+        return model
+
+    def fit(
+        self,
+        X: Sequence[BundleTensors],
+        y: Sequence[Labels],
+        eval_set: tuple[Sequence[BundleTensors], Sequence[Labels]] | None = None,
+    ) -> Self:
+        """Train the base on (X, y), then calibrate it on `eval_set` (on (X, y) without one, which
+        leaves an over-fitted base looking better calibrated than it is)."""
+        check_Xy(X, y)
+        name, params = self.base
+        self.base_ = create_model(name, **params).fit(X, y, eval_set=eval_set)
+        return self.calibrate(*(eval_set or (X, y)))
+
+    def calibrate(self, X: Sequence[BundleTensors], y: Sequence[Labels]) -> Self:
+        """Fit the maps on (X, y), bundles the base never trained on; the base stays as it is."""
+        check_Xy(X, y)
+        if self.method not in ("auto", *METHODS):
+            raise ValueError(f"method {self.method!r}: expected auto, temperature or isotonic")
+        probs = self.base_.predict_proba(X)
+        maps: dict[str, dict[str, Any]] = {}
+        for kind in KIND_LABEL_INDEX:
+            p, t = _kind_scores(probs, X, y, kind)
+            keep = t >= 0
+            p, t = p[keep], t[keep]
+            if len(t) == 0:
+                continue
+            method = self.method if self.method != "auto" else _choose(p, t, self.seed)
+            before = _top_ece(_normalise(p), t)
+            if method == "temperature":
+                lt = _fit_temperature(p, t)
+                maps[kind] = {"method": method, "log_t": lt, "ece_before": before,
+                              "ece_fit": _top_ece(_apply_temperature(p, lt), t)}  # fmt: skip
+            else:
+                knots = _fit_isotonic(p, t)
+                maps[kind] = {"method": method, "knots": knots, "ece_before": before,
+                              "ece_fit": _top_ece(_apply_isotonic(p, knots), t)}  # fmt: skip
+        self.maps_ = maps
+        return self
+
+    def predict_proba(self, X: Sequence[BundleTensors]) -> list[Proba]:
+        check_is_fitted(self)
+        probs = self.base_.predict_proba(X)
+        for kind, m in self.maps_.items():
+            p, _ = _kind_scores(probs, X, None, kind)
+            if not len(p):
+                continue
+            q = _apply_temperature(p, m["log_t"]) if m["method"] == "temperature" else _apply_isotonic(p, m["knots"])
+            cols, i = KIND_LABEL_INDEX[kind], 0
+            for b, bt in enumerate(X):
+                for cid in bt.kinds[kind].ids if kind in bt.kinds else ():
+                    full = np.zeros_like(probs[b][cid])
+                    full[cols] = q[i]
+                    probs[b][cid], i = full, i + 1
+        return probs
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """Per kind: the method, its temperature (if any), and the ECE on the calibration bundles
+        before and after."""
+        return {k: {key: v for key, v in m.items() if key != "knots"} for k, m in self.maps_.items()}
+
+    def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        b_meta, b_arrays = self.base_._get_state()
+        meta: dict[str, Any] = {"base": {"name": self.base_.name, "params": self.base_.get_params(deep=False),
+                                         "state": b_meta}, "maps": {}}  # fmt: skip
+        arrays = {f"base/{k}": v for k, v in b_arrays.items()}
+        for kind, m in self.maps_.items():
+            meta["maps"][kind] = {k: v for k, v in m.items() if k != "knots"}
+            for j, (x, v) in enumerate(m.get("knots", ())):
+                arrays[f"iso/{kind}/{j}/x"], arrays[f"iso/{kind}/{j}/y"] = x, v
+        return meta, arrays
+
+    def _set_state(self, meta: dict[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+        doc = meta["base"]
+        base = create_model(doc["name"], **doc["params"])
+        base._set_state(doc["state"], {k[5:]: v for k, v in arrays.items() if k.startswith("base/")})
+        self.base_ = base
+        self.maps_ = {}
+        for kind, m in meta["maps"].items():
+            m = dict(m)
+            if m["method"] == "isotonic":
+                n = len(KIND_LABEL_INDEX[kind])
+                m["knots"] = [(arrays[f"iso/{kind}/{j}/x"], arrays[f"iso/{kind}/{j}/y"]) for j in range(n)]
+            self.maps_[kind] = m
