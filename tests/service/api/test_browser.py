@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +42,12 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture
-def server(tmp_path: Path, model_dir: Path) -> Iterator[str]:
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """`app` served by uvicorn in a thread of this process on a free port: its base URL."""
     import uvicorn
 
     port = _free_port()
-    app = create_app(service_settings(tmp_path / "var", model_dir))
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     t = threading.Thread(target=srv.run, name="uvicorn", daemon=True)
     t.start()
@@ -54,9 +55,17 @@ def server(tmp_path: Path, model_dir: Path) -> Iterator[str]:
     while not srv.started:
         assert t.is_alive() and time.monotonic() < deadline, "the service did not start"
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    t.join(15)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        srv.should_exit = True
+        t.join(15)
+
+
+@pytest.fixture
+def server(tmp_path: Path, model_dir: Path) -> Iterator[str]:
+    with serving(create_app(service_settings(tmp_path / "var", model_dir))) as url:
+        yield url
 
 
 @pytest.fixture

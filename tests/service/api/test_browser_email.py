@@ -6,8 +6,6 @@ under CI (test_browser.py's `browser` fixture)."""
 from __future__ import annotations
 
 import json
-import threading
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -19,7 +17,7 @@ import pytest
 from service.app import create_app
 from service.queue.webhook_jobs import Integrations
 from service.trackers.base import TrackerSettings
-from tests.service.api.test_browser import _free_port, _shot, browser  # noqa: F401  (browser: a fixture)
+from tests.service.api.test_browser import _shot, browser, serving  # noqa: F401  (browser: a fixture)
 from tests.service.deliveries import mail_settings
 from tests.service.fakes import SmtpServer
 from tests.service.kit import service_settings
@@ -30,23 +28,12 @@ PUBLIC = "https://vsandx.example"
 @pytest.fixture
 def mailing(tmp_path: Path, model_dir: Path) -> Iterator[tuple[str, SmtpServer]]:
     """(the service's URL, the SMTP server it sends to)."""
-    import uvicorn
-
     with SmtpServer() as smtp:
         notify = mail_settings(smtp.port, public_url=PUBLIC)
         app = create_app(service_settings(tmp_path / "var", model_dir),
                          Integrations(TrackerSettings(_env_file=None), notify))  # type: ignore[call-arg]  # fmt: skip
-        port = _free_port()
-        srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        t = threading.Thread(target=srv.run, name="uvicorn", daemon=True)
-        t.start()
-        deadline = time.monotonic() + 30
-        while not srv.started:
-            assert t.is_alive() and time.monotonic() < deadline, "the service did not start"
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}", smtp
-        srv.should_exit = True
-        t.join(15)
+        with serving(app) as url:
+            yield url, smtp
 
 
 def _upload(server: str, bundle: Path) -> dict[str, Any]:
