@@ -22,8 +22,9 @@ A CNN family is trained with `seeds=--cnn-seeds`: that many networks whose proba
 the ensemble `vsandx train` serves. `--combine a+b` also scores the average of fitted models' probabilities
 (the expert rules as a prior beside a learnt model). `--calibrate m1,m2` also scores each model calibrated on
 the validation bundles by each method (models.calibration, per kind). Every row gives the expected calibration error of
-the components' top scores (`ece`, and per kind). Prints a JSON line per (model, test) and, with
---markdown, the table for the README.
+the components' top scores (`ece`, and per kind); a calibrated row also the coverage of its conformal sets
+at --coverage and the share of components and of bundles they send to review. Prints a JSON line per
+(model, test) and, with --markdown, the table for the README.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from bench_accuracy import score  # noqa: E402
 from data.simulate.causes import CAUSES  # noqa: E402
 from models.base import LABELS  # noqa: E402
 from models.calibration import CalibratedDiagnoser, kind_ece  # noqa: E402
+from models.conformal import review_summary  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
 from models.metrics import per_fault  # noqa: E402
 from models.registry import create_model  # noqa: E402
@@ -93,6 +95,7 @@ def main() -> int:
                     help="fitted models averaged (a+b; a+b*0.5 weighs b by 0.5) and scored too")  # fmt: skip
     ap.add_argument("--calibrate", default="", help="also score each model calibrated on the val set by these "
                     "methods (temperature,isotonic,auto: models.calibration)")  # fmt: skip
+    ap.add_argument("--coverage", type=float, default=0.95, help="of a calibrated model's conformal sets")
     ap.add_argument("--markdown", action="store_true", help="also print the README tables")
     args = ap.parse_args()
     root, names = Path(args.data), args.models.split(",")
@@ -111,6 +114,16 @@ def main() -> int:
         row["recall"] = {k: round(v["recall"], 2) for k, v in per_fault(yt, pred).items() if v["support"]}
         rows.append(row)
         print(json.dumps(row), flush=True)
+
+    def review(model: Any, Xt: list[Any], yt: list[Any], probs: list[Any]) -> dict[str, Any]:
+        """A calibrated model's conformal sets at --coverage: how often they hold the truth, and the
+        share of components and of bundles they send to review."""
+        if not isinstance(model, CalibratedDiagnoser):
+            return {}
+        kinds, bundles = review_summary(model.prediction_sets(Xt, probs, args.coverage), Xt, yt)
+        (every,) = [k for k in kinds if k.kind == "all"]
+        return {"coverage": round(every.coverage, 4), "review_components": round(every.review, 4),
+                "review_bundles": round(bundles, 4)}  # fmt: skip
 
     combos = [c for c in args.combine.split(",") if c]
     methods = [m for m in args.calibrate.split(",") if m]
@@ -132,7 +145,8 @@ def main() -> int:
                     fitted[f"{name} {method}"] = (CalibratedDiagnoser.of(model, method).calibrate(*val), fit_s)
         for name, (model, fit_s) in fitted.items():
             for test, (Xt, yt) in tests.items():
-                report(name, test, Xt, yt, model.predict_proba(Xt), fit_s, **extra)
+                probs = model.predict_proba(Xt)
+                report(name, test, Xt, yt, probs, fit_s, **extra, **review(model, Xt, yt, probs))
 
     for fold in [int(f) for f in args.folds.split(",") if f]:
         held = held_out(fold)

@@ -48,11 +48,31 @@ def findings_of(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [f for f in found if isinstance(f, Mapping)]
 
 
+def review_of(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The components the model could not settle on one label for (the document's `review`, absent from
+    a model without conformal sets)."""
+    return [r for r in doc.get("review") or [] if isinstance(r, Mapping)]
+
+
+def candidates_text(r: Mapping[str, Any]) -> str:
+    """A review entry's candidate labels with their scores: "net.packet_loss 52 %, none 41 %"."""
+    return ", ".join(
+        f"{c.get('label')} {_pct(c.get('score'))}" for c in r.get("candidates") or [] if isinstance(c, Mapping)
+    )
+
+
+def _review_note(doc: Mapping[str, Any]) -> str:
+    n = len(review_of(doc))
+    return f"{n} component{'s need' if n != 1 else ' needs'} review: the model cannot settle on one label."
+
+
 def headline(doc: Mapping[str, Any]) -> str:
     """One line: how many faults, and the most confident one."""
     found = findings_of(doc)
     hosts = len((doc.get("bundle") or {}).get("hosts") or [])
     where = f" across {hosts} host{'s' if hosts != 1 else ''}" if hosts else ""
+    if not found and review_of(doc):
+        return f"No fault found for sure{where}: {_review_note(doc)}"
     if not found:
         return f"No fault found{where}: every component looks healthy."
     top = found[0]
@@ -121,6 +141,11 @@ def text_report(doc: Mapping[str, Any], url: str | None, chart_note: str | None 
             lines.append(f"   {chart.onset}")
             if chart.href:
                 lines.append(f"   Chart: {chart.href}")
+    if review := review_of(doc):
+        lines += ["", f"Needs review (not findings): {_review_note(doc)}"]
+        for r in review:
+            lines.append(f"- {r.get('component')}: {r.get('reason', 'several labels fit')}; candidates "
+                         f"{candidates_text(r)}")  # fmt: skip
     if chart_note:
         lines += ["", chart_note]
     if url:
@@ -171,6 +196,14 @@ def html_report(doc: Mapping[str, Any], url: str | None, charts: Sequence[Findin
             elif chart.href:
                 out.append(f'<p><a href="{e(chart.href)}">This finding\'s chart, on the diagnosis page</a></p>')
         out.append("</div>")
+    if review := review_of(doc):
+        out.append('<div style="border-left:4px solid #d68910;padding:4px 12px;margin:12px 0">')
+        out.append(f'<h3 style="margin:4px 0">Needs review</h3><p style="color:#555">{e(_review_note(doc))} '
+                   "Not a finding: an engineer should decide between the candidates.</p><ul>")  # fmt: skip
+        for r in review:
+            out.append(f"<li><code>{e(clean(r.get('component')))}</code>: {e(clean(r.get('reason', '')))}; "
+                       f"candidates {e(clean(candidates_text(r)))}</li>")  # fmt: skip
+        out.append("</ul></div>")
     if url:
         out.append(f'<p><a href="{e(url)}">Open the full diagnosis with every chart</a></p>')
     if model.get("name"):

@@ -12,7 +12,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -20,6 +20,8 @@ import numpy as np
 
 from diagnosis.findings import findings
 from models.base import Diagnoser, load_model
+from models.calibration import CalibratedDiagnoser
+from models.conformal import LabelSets
 from pipeline.api import load_bundle
 from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
@@ -72,6 +74,23 @@ def limit_threads(n: int) -> None:
         torch.set_num_threads(n)
 
 
+def _ranked(p: np.ndarray, s: np.ndarray) -> list[int]:
+    """The label indices of set `s`, most probable first."""
+    return [int(i) for i in np.argsort(-p, kind="stable") if s[i]]
+
+
+def _review_entry(comp: dict[str, Any], p: np.ndarray, s: np.ndarray) -> dict[str, Any] | None:
+    """A component's entry in the document's review list; None when its set is its verdict alone. An
+    empty set (no label conforms: the component is unlike the calibration ones) offers the verdict."""
+    ranked = _ranked(p, s)
+    if len(ranked) == 1:
+        return None
+    shown = ranked or [int(np.argmax(p))]
+    return {"component": comp["id"], "kind": comp["kind"], "verdict": comp["verdict"],
+            "confidence": comp["confidence"], "reason": "several labels fit" if ranked else "no label fits",
+            "candidates": [{"label": LABELS[i], "score": round(float(p[i]), 4)} for i in shown]}  # fmt: skip
+
+
 MAX_NOTES, MAX_NOTE_CHARS = 50, 400  # reading notes kept in a diagnosis (their text comes from the bundle)
 
 
@@ -81,6 +100,8 @@ class Predictor:
     name: str
     version: str
     config: PipelineConfig
+    # coverage of the conformal sets (models.conformal) behind "needs review"; VSANDX_REVIEW_COVERAGE
+    coverage: float = field(default_factory=lambda: get_settings().review_coverage)
 
     @classmethod
     def load(
@@ -93,7 +114,7 @@ class Predictor:
         model = load_model(got.folder)
         limit_threads(s.model_threads)
         cfg = config or PipelineConfig.from_settings()
-        return cls(model, model.name if got.ref is None else got.name, got.version, cfg)
+        return cls(model, model.name if got.ref is None else got.name, got.version, cfg, s.review_coverage)
 
     def diagnose(self, source: str | os.PathLike[str] | bytes | BinaryIO, name: str | None = None) -> dict[str, Any]:
         """Diagnose an upload (bytes, an open file, an archive path or a bundle directory); `name` is
@@ -130,24 +151,33 @@ class Predictor:
                             "total": 1e3 * (t3 - t0)}  # fmt: skip
         return doc, bt
 
+    def _sets(self, bt: BundleTensors, probs: dict[str, np.ndarray]) -> LabelSets | None:
+        """Each component's conformal set, or None for a model without conformal data."""
+        if not isinstance(self.model, CalibratedDiagnoser) or not self.model.conformal_:
+            return None
+        return self.model.prediction_sets([bt], [probs], self.coverage)[0]
+
     def document(self, bt: BundleTensors, sha256: str) -> dict[str, Any]:
+        """The diagnosis document; with a model that has conformal data, each component also says
+        whether it needs review (`review`) and which labels its set at `coverage` keeps (`candidates`,
+        most probable first), and `review` lists those components with their candidates' scores."""
         (probs,) = self.model.predict_proba([bt])
-        comps, verdicts = [], {}
+        sets = self._sets(bt, probs)
+        comps, verdicts, review = [], {}, []
         for kind, kt in bt.kinds.items():
             for cid in kt.ids:
                 p = probs[cid]
                 best = int(np.argmax(p))
                 verdicts[cid] = (LABELS[best], float(p[best]))
                 scores = {lab: round(float(v), 4) for lab, v in zip(LABELS, p, strict=True) if v > 0}
-                comps.append(
-                    {
-                        "id": cid,
-                        "kind": kind,
-                        "verdict": LABELS[best],
-                        "confidence": round(float(p[best]), 4),
-                        "scores": scores,
-                    }
-                )
+                comp: dict[str, Any] = {"id": cid, "kind": kind, "verdict": LABELS[best],
+                                        "confidence": round(float(p[best]), 4), "scores": scores}  # fmt: skip
+                if sets is not None and cid in sets:
+                    entry = _review_entry(comp, p, sets[cid])
+                    comp["review"], comp["candidates"] = entry is not None, [LABELS[i] for i in _ranked(p, sets[cid])]
+                    if entry is not None:
+                        review.append(entry)
+                comps.append(comp)
         return {
             "schema": SCHEMA,
             "bundle": {
@@ -161,6 +191,9 @@ class Predictor:
             },
             "components": comps,
             "findings": [f.to_dict() for f in findings(bt, verdicts)],
+            # components whose conformal set is not a single label, least sure first ([]: none, or a
+            # model without conformal data); a reader of vsandx.diagnosis/1 may ignore it
+            "review": sorted(review, key=lambda r: r["confidence"]),
             "model": {"name": self.name, "version": self.version},
             "timing_ms": {},
         }

@@ -100,7 +100,7 @@ class ModelHolder:
             return False
         model = load_model(got.folder)
         name = model.name if got.ref is None else got.name
-        predictor = Predictor(model, name, got.version, self.config)
+        predictor = Predictor(model, name, got.version, self.config, s.review_coverage)
         uri = s.model_uri or f"models:/{s.registered_model}@champion"
         info: dict[str, Any] = {"uri": uri, "folder": str(got.folder)}
         if got.ref is not None:

@@ -11,6 +11,10 @@ bundles themselves by two-fold cross-fitting (the one with the lower expected ca
   renormalised over the kind's labels.
 Saved like any diagnoser: the base model's state nested under `base/`, the maps as small arrays, so
 loading runs no code from the file and predicting imports no scikit-learn.
+
+`calibrate` also keeps, per kind, the calibration components' nonconformity scores (1 - the calibrated
+probability of their true label): what `prediction_sets` builds conformal sets from (models.conformal).
+They are scored by the maps fitted on the same components, which a one-number temperature barely bends.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any, Self
 import numpy as np
 
 from models.base import KIND_LABEL_INDEX, Diagnoser, Labels, Proba, check_Xy, kind_targets
+from models.conformal import DEFAULT_COVERAGE, LabelSets, bundle_sets, conformal_classifier, true_alphas
 from models.estimator import check_is_fitted
 from models.registry import create_model, register_model
 from pipeline.tensors import BundleTensors
@@ -174,6 +179,7 @@ class CalibratedDiagnoser(Diagnoser):
             raise ValueError(f"method {self.method!r}: expected auto, temperature or isotonic")
         probs = self.base_.predict_proba(X)
         maps: dict[str, dict[str, Any]] = {}
+        self.alphas_: dict[str, np.ndarray] = {}
         for kind in KIND_LABEL_INDEX:
             p, t = _kind_scores(probs, X, y, kind)
             keep = t >= 0
@@ -184,14 +190,30 @@ class CalibratedDiagnoser(Diagnoser):
             before = _top_ece(_normalise(p), t)
             if method == "temperature":
                 lt = _fit_temperature(p, t)
-                maps[kind] = {"method": method, "log_t": lt, "ece_before": before,
-                              "ece_fit": _top_ece(_apply_temperature(p, lt), t)}  # fmt: skip
+                q = _apply_temperature(p, lt)
+                maps[kind] = {"method": method, "log_t": lt, "ece_before": before, "ece_fit": _top_ece(q, t)}
             else:
                 knots = _fit_isotonic(p, t)
-                maps[kind] = {"method": method, "knots": knots, "ece_before": before,
-                              "ece_fit": _top_ece(_apply_isotonic(p, knots), t)}  # fmt: skip
+                q = _apply_isotonic(p, knots)
+                maps[kind] = {"method": method, "knots": knots, "ece_before": before, "ece_fit": _top_ece(q, t)}
+            self.alphas_[kind] = true_alphas(q, t)
         self.maps_ = maps
+        self._conformal()
         return self
+
+    def _conformal(self) -> None:
+        self.conformal_ = {kind: conformal_classifier(a) for kind, a in self.alphas_.items() if len(a)}
+
+    def prediction_sets(
+        self, X: Sequence[BundleTensors], probs: Sequence[Proba] | None = None, coverage: float = DEFAULT_COVERAGE
+    ) -> list[LabelSets]:
+        """Per bundle: component id -> its conformal set over LABELS at `coverage`, from `probs` (this
+        model's predict_proba of X, computed when not given). Empty for a model saved without the
+        calibration scores (before they were kept)."""
+        check_is_fitted(self)
+        if not self.conformal_:
+            return [{} for _ in X]
+        return bundle_sets(self.conformal_, self.predict_proba(X) if probs is None else probs, X, coverage)
 
     def predict_proba(self, X: Sequence[BundleTensors]) -> list[Proba]:
         check_is_fitted(self)
@@ -223,6 +245,8 @@ class CalibratedDiagnoser(Diagnoser):
             meta["maps"][kind] = {k: v for k, v in m.items() if k != "knots"}
             for j, (x, v) in enumerate(m.get("knots", ())):
                 arrays[f"iso/{kind}/{j}/x"], arrays[f"iso/{kind}/{j}/y"] = x, v
+        for kind, a in getattr(self, "alphas_", {}).items():
+            arrays[f"conformal/{kind}"] = a
         return meta, arrays
 
     def _set_state(self, meta: dict[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
@@ -237,3 +261,5 @@ class CalibratedDiagnoser(Diagnoser):
                 n = len(KIND_LABEL_INDEX[kind])
                 m["knots"] = [(arrays[f"iso/{kind}/{j}/x"], arrays[f"iso/{kind}/{j}/y"]) for j in range(n)]
             self.maps_[kind] = m
+        self.alphas_ = {k[10:]: v for k, v in arrays.items() if k.startswith("conformal/")}
+        self._conformal()

@@ -62,12 +62,23 @@ class KindCalibration:
 
 
 @dataclass
+class Review:
+    """The served model's conformal sets on the test set (models.conformal): per kind and over all,
+    the empirical coverage and the share of components sent to review; the share of bundles with any."""
+
+    coverage: float  # the coverage asked for
+    kinds: list[Any]  # models.conformal.KindReview, "all" last
+    bundles: float
+
+
+@dataclass
 class Results:
     config: dict[str, Any]
     scores: list[ModelScore]
     trials: list[dict[str, Any]] = field(default_factory=list)  # config + val metrics of each sweep trial
     curve: list[CurvePoint] = field(default_factory=list)
     calibration: list[KindCalibration] = field(default_factory=list)
+    review: Review | None = None
 
 
 def score_model(
@@ -195,6 +206,30 @@ def calibration_results(model: Diagnoser, Xt: Sequence[BundleTensors], yt: Seque
     return out
 
 
+def review_results(
+    model: Diagnoser, Xt: Sequence[BundleTensors], yt: Sequence[Labels], coverage: float
+) -> Review | None:
+    """How the served model's conformal sets did on the test set (None: a model without them)."""
+    from models.calibration import CalibratedDiagnoser
+    from models.conformal import review_summary
+
+    if not isinstance(model, CalibratedDiagnoser) or not model.conformal_:
+        return None
+    kinds, bundles = review_summary(model.prediction_sets(Xt, coverage=coverage), Xt, yt)
+    return Review(coverage, kinds, bundles)
+
+
+def review_lines(r: Review) -> list[str]:
+    """The report's "needs review" section: coverage and review share per kind on the test set."""
+    lines = ["", f"## Needs review: conformal sets at {r.coverage:.0%} coverage (field test set)", "",
+             "A component whose set is not a single label is reported as needing review. Coverage: the share of "
+             "sets holding the true label.", "",
+             "| kind | components | coverage | sent to review | mean set size |", "|---|---|---|---|---|"]  # fmt: skip
+    for k in r.kinds:
+        lines.append(f"| {k.kind} | {k.components} | {k.coverage:.3f} | {k.review:.1%} | {k.mean_size:.2f} |")
+    return [*lines, "", f"Bundles with at least one component sent to review: {r.bundles:.1%}."]
+
+
 def write_report(res: Results, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     scores = sorted(res.scores, key=lambda s: -s.exact_match)
@@ -230,6 +265,8 @@ def write_report(res: Results, folder: Path) -> Path:
         lines.append(f"| {s.name} | " + " | ".join(cells) + " |")
     if res.calibration:
         lines += calibration_lines(res.calibration, folder)
+    if res.review:
+        lines += review_lines(res.review)
     if res.curve:
         _curve(res.curve, folder / "learning_curve.png")
         lines += ["", "## Learning curve and training time", "", "![learning curve](learning_curve.png)", ""]

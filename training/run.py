@@ -32,7 +32,7 @@ from training.curve import learning_curve
 from training.datasets import DatasetSpec, build, combine, load_dataset
 from training.fitting import fit_and_score
 from training.model_card import model_card
-from training.report import ModelScore, Results, calibration_results, score_model, write_report
+from training.report import ModelScore, Results, calibration_results, review_results, score_model, write_report
 from training.selection import choose_ensemble, trial_name, winner_configs
 from training.tracking import NoModel, Tracker, fetch_model
 from training.tune import SweepSpec, TrialOutcome, run_sweep
@@ -284,6 +284,7 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
             [t.config | t.metrics for t in trials],
             curve,
             calibration_results(ensemble, Xt, yt),
+            review_results(ensemble, Xt, yt, settings.review_coverage),
         )
         report = write_report(res, out / "report")
         parent.log_artifact(report.parent, "report")

@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     # Intra-op threads of a served model per process (torch): `vsandx diagnose`, evaluate and the
     # service's workers; parallelism comes from worker processes.
     model_threads: int = 1
+    # Coverage of the conformal sets a calibrated model answers (models.conformal): a component whose set
+    # at this coverage is not a single label is reported as needing review. Applied at prediction time.
+    review_coverage: float = Field(default=0.95, gt=0.0, lt=1.0)
     # Ray: an existing cluster to run sweeps on (like RAY_ADDRESS); None starts a local one.
     ray_address: str | None = None
 

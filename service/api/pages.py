@@ -100,6 +100,8 @@ def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any
         "doc": doc,
         "bundle": doc.get("bundle", {}),
         "findings": findings,
+        # components the model cannot settle on one label for (conformal sets): shown apart from findings
+        "review": [r for r in doc.get("review") or [] if isinstance(r, dict)],
         "groups": groups,
         "charts_note": charts_note,
         "pending": res.status in ("queued", "running"),

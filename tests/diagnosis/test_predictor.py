@@ -11,7 +11,9 @@ from cli.main import main
 from data.simulate.runner import simulate_many
 from diagnosis.evaluate import evaluate_folder, read_labels
 from diagnosis.predictor import NoModel, Predictor
+from models.calibration import CalibratedDiagnoser
 from models.registry import create_model
+from pipeline.api import load_bundle
 from training.datasets import DatasetSpec, build, load_dataset
 from vsandx.faults import FAULT_IDS, LABELS
 
@@ -20,7 +22,10 @@ from vsandx.faults import FAULT_IDS, LABELS
 def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("var")
     X, y = load_dataset(build(DatasetSpec("lab", 12, seed=41, issue_rate=0.7), root, workers=2, progress=False))
-    return create_model("logreg").fit(X, y).save(root / "model")
+    model = create_model("logreg").fit(X, y)
+    # beside it, the same model calibrated (on its own bundles: enough to carry conformal data)
+    CalibratedDiagnoser.of(model, "temperature").calibrate(X, y).save(root / "calibrated")
+    return model.save(root / "model")
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +40,8 @@ def test_document_follows_the_interface(model_dir: Path, bundles: Path) -> None:
     bundle = sorted(bundles.glob("lab-*.tgz"))[0]
     doc = Predictor.load(str(model_dir)).diagnose(bundle)
     assert doc["schema"] == "vsandx.diagnosis/1"
-    assert set(doc) == {"schema", "bundle", "components", "findings", "model", "timing_ms"}
+    assert set(doc) == {"schema", "bundle", "components", "findings", "review", "model", "timing_ms"}
+    assert doc["review"] == [] and not any("review" in c or "candidates" in c for c in doc["components"])
     assert len(doc["bundle"]["sha256"]) == 64 and len(doc["bundle"]["hosts"]) == 4
     labels = read_labels(bundle)
     assert labels is not None
@@ -49,6 +55,31 @@ def test_document_follows_the_interface(model_dir: Path, bundles: Path) -> None:
     ]
     assert set(doc["timing_ms"]) == {"read", "parse", "predict", "total"}
     assert doc["model"] == {"name": "logreg", "version": f"file:{model_dir.resolve()}"}
+
+
+def test_components_the_model_cannot_settle_are_sent_to_review(model_dir: Path, bundles: Path) -> None:
+    """With conformal data each component says whether it needs review and names its candidates; at a
+    coverage no calibration set of this size can reach, every label stays a candidate."""
+    bundle = sorted(bundles.glob("lab-*.tgz"))[0]
+    p = Predictor.load(str(model_dir.parent / "calibrated"))
+    doc = p.diagnose(bundle)
+    for c in doc["components"]:
+        assert c["review"] == (len(c["candidates"]) != 1)
+        assert c["review"] or c["candidates"] == [c["verdict"]]  # a set of one is the verdict
+    assert [r["component"] for r in doc["review"]] == [
+        c["id"] for c in sorted((c for c in doc["components"] if c["review"]), key=lambda c: c["confidence"])
+    ]
+    p.coverage = 0.9999
+    doc = p.document(load_bundle(bundle, p.config), "0" * 64)
+    assert doc["review"] and all(c["review"] for c in doc["components"])
+    for r, c in zip(doc["review"], sorted(doc["components"], key=lambda c: c["confidence"]), strict=True):
+        assert r["component"] == c["id"] and r["reason"] == "several labels fit"
+        assert (
+            [x["label"] for x in r["candidates"]]
+            == c["candidates"]
+            == sorted(c["scores"], key=lambda k: -c["scores"][k])
+        )
+        assert [x["score"] for x in r["candidates"]] == [c["scores"][k] for k in c["candidates"]]
 
 
 def test_directory_upload_and_same_sha(model_dir: Path, bundles: Path) -> None:

@@ -59,7 +59,9 @@ def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) 
     k = len(ens.models_) - 1
     assert list(ens.weights) == [1.0 / k] * k + [0.5]  # the CNNs weigh 1 in all, the rules 0.5
     text = done.report.read_text()
-    for section in ("## Field test set", "## Per-fault recall", "## Calibration", "## Learning curve", "## Sweep"):
+    assert served.conformal_  # and the calibration scores behind its review sets travelled with it
+    sections = ("## Field test set", "## Per-fault recall", "## Calibration", "## Needs review", "## Learning curve")
+    for section in (*sections, "## Sweep"):
         assert section in text
     for png in ("comparison.png", "reliability.png"):
         assert (done.report.parent / png).stat().st_size > 1000

@@ -147,6 +147,35 @@ def test_hostile_names_in_a_diagnosis_are_text(client: TestClient, bundles: list
     assert "esx$a^{$" in page.text and "{{ 7 * 7 }}" in page.text
 
 
+def test_components_to_review_are_shown_apart_from_findings(client: TestClient, bundles: list[Path]) -> None:
+    """A document's `review` (conformal sets of more than one label) gets its own section, with each
+    component's candidates and scores, and a tag on its row; a document without it shows none."""
+    res = _upload(client, bundles[0])
+    assert 'id="review"' not in client.get(f"/diagnoses/{res['id']}").text  # this model has no conformal data
+    with client.app.state.database.session() as db:  # type: ignore[attr-defined]
+        job = db.get(Job, res["id"])
+        assert job is not None and job.diagnosis_id is not None
+        row = db.get(Diagnosis, job.diagnosis_id)
+        assert row is not None
+        doc = dict(row.document)
+        c = doc["components"][0]
+        doc["components"] = [{**c, "review": True, "candidates": ["none", "<b>x</b>"]}, *doc["components"][1:]]
+        two = [{"label": "none", "score": 0.5}, {"label": "<b>x</b>", "score": 0.45}]
+        doc["review"] = [{"component": c["id"], "kind": c["kind"], "verdict": c["verdict"], "confidence": 0.5,
+                          "reason": "several labels fit", "candidates": two}]  # fmt: skip
+        row.document = doc
+        db.commit()
+    page = client.get(f"/diagnoses/{res['id']}").text
+    section = re.search(r'<section class="review card" id="review">.*?</section>', page, re.S)
+    assert section is not None and "Needs review: 1 component" in section.group(0)
+    assert f'<tr data-component="{html.escape(c["id"])}">' in section.group(0)
+    assert re.search(r'healthy">none</span> 50 %', section.group(0))
+    assert "&lt;b&gt;x&lt;/b&gt;</span> 45 %" in section.group(0) and "<b>x</b>" not in page
+    assert page.index('id="review"') < page.index('class="components"')
+    assert page.count('class="review-tag"') == 1
+    assert len(re.findall(r'<section class="finding card"', page)) == len(doc["findings"])  # findings as before
+
+
 def test_feedback_form_refuses_forged_posts(client: TestClient, bundles: list[Path]) -> None:
     """A cross-origin form POST (the API is open by default) and one without the page's token: 403, and
     nothing stored; the same form with the token from the page is stored."""

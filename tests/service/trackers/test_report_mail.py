@@ -112,6 +112,32 @@ def test_byte_budget_and_no_charts() -> None:
     assert none.get_content_type() == "multipart/alternative"
 
 
+REVIEW = [{"component": "nic:esx-02/vmnic1", "kind": "nic", "verdict": "none", "confidence": 0.52,
+           "reason": "several labels fit", "candidates": [{"label": "none", "score": 0.52},
+                                                         {"label": "net.packet_loss", "score": 0.44}]}]  # fmt: skip
+
+
+def test_components_to_review_have_their_own_section_apart_from_findings() -> None:
+    """Both parts list the components the model could not settle, with their candidates' scores, under
+    their own heading after the findings; a document without `review` (an older model) shows none."""
+    doc, _ = many_findings(1)
+    with SmtpServer() as server:
+        for k, d in enumerate(({**doc, "review": REVIEW}, doc, {**doc, "findings": [], "review": REVIEW})):
+            send_report(d, diagnosis_id=f"r{k}", reporter=None, settings=mail_settings(server.port),
+                        sent_log=MemorySentLog())  # fmt: skip
+        both, plain, unsure = (r.message for r in server.received)
+    text, page = bodies(both)
+    assert "Needs review (not findings): 1 component needs review" in text
+    assert text.index("Needs review") > text.index("latency on disk 1")  # after the findings
+    assert "- nic:esx-02/vmnic1: several labels fit; candidates none 52 %, net.packet_loss 44 %" in text
+    assert ">Needs review</h3>" in page and "<code>nic:esx-02/vmnic1</code>" in page
+    assert "candidates none 52 %, net.packet_loss 44 %" in page
+    assert "review" not in "".join(bodies(plain)).lower()
+    text, _ = bodies(unsure)  # no finding, but not "every component looks healthy" either
+    assert "No fault found for sure" in text and "looks healthy" not in text
+    assert "No fault found for sure" in str(unsure["Subject"])
+
+
 @pytest.fixture(scope="module")
 def real(model_dir: Path, bundles: list[Path]) -> tuple[dict[str, Any], list[ReportChart]]:
     p = Predictor.load(str(model_dir))

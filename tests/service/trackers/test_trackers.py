@@ -367,6 +367,12 @@ def test_comment_text_fits_a_tracker() -> None:
     long = comment_text([Report(f"{k}.tgz", f"j{k}", doc) for k in range(5)], [], "https://v.x")
     assert len(long) <= MAX_COMMENT and long.rstrip().endswith("https://v.x/diagnoses/j4")
     assert all(f"https://v.x/diagnoses/j{k}" in long for k in range(5)) and "[cut:" in long
+    two = [{"label": "net.packet_loss", "score": 0.6}, {"label": "none", "score": 0.38}]
+    review = [{"component": "nic:esx-01/vmnic0", "reason": "several labels fit", "candidates": two}]
+    unsure = comment_text([Report("a.tgz", "j1", {**doc, "findings": [finding], "review": review})], [], "https://v.x")
+    assert "Needs review (not findings): 1 component needs review" in unsure
+    assert "- nic:esx-01/vmnic0: several labels fit; candidates net.packet_loss 60 %, none 38 %" in unsure
+    assert unsure.index("Needs review") > unsure.index("Replace the device.") and "Needs review" not in short
 
 
 def test_webhook_routes() -> None:
