@@ -122,12 +122,13 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
 
 
 def body_limits(s: ServiceSettings) -> BodyLimits:
-    """Uploads stream to disk (VSANDX_MAX_UPLOAD_BYTES); the trackers' webhooks are bounded by what they
-    send (service.trackers.webhooks.WEBHOOK_MAX_BODY); the UI's feedback form carries one field per component
+    """Uploads (the API's and the UI's form without JavaScript, POST /upload) stream to disk
+    (VSANDX_MAX_UPLOAD_BYTES); the trackers' webhooks are bounded by what they send
+    (service.trackers.webhooks.WEBHOOK_MAX_BODY); the UI's feedback form carries one field per component
     (VSANDX_MAX_FORM_BYTES); everything else is a small JSON body (VSANDX_MAX_JSON_BYTES)."""
     return BodyLimits(
         default=s.max_json_bytes,
-        exact={("POST", f"{API_PREFIX}/diagnoses"): s.max_upload_bytes},
+        exact={("POST", f"{API_PREFIX}/diagnoses"): s.max_upload_bytes, ("POST", "/upload"): s.max_upload_bytes},
         prefixes={f"{API_PREFIX}/webhooks/": WEBHOOK_MAX_BODY, "/diagnoses/": s.max_form_bytes},
     )
 

@@ -1,8 +1,9 @@
 """The engineer's web pages, rendered on the server: upload, the list of diagnoses, one diagnosis with
 its charts, a feedback form and a "send by email" form, the served model with its retrain decisions.
 Each route reads what it needs (service.api.pages) and fills a template. The upload page posts to the
-JSON API from the browser (static/upload.js) to show progress; the feedback, email and "retrain now"
-forms are plain HTML forms."""
+JSON API from the browser (static/upload.js) to show progress; without JavaScript its form posts to
+`POST /upload`, which takes the bundle through the same intake and answers 303 to the diagnosis page.
+The feedback, email and "retrain now" forms are plain HTML forms."""
 
 from __future__ import annotations
 
@@ -13,22 +14,24 @@ from typing import Annotated, Any
 from urllib.parse import urlencode
 
 import jinja2
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, File, Form, Query, Request, UploadFile
 from fastapi import Path as PathParam
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from diagnosis.serving import ModelHolder
+from diagnosis.serving import ModelHolder, ModelUnavailable
 from service.api import csrf, emailing, pages
-from service.api.deps import DatabaseDep, Db, Holder, Notify, QueueDep, Settings
+from service.api.deps import DatabaseDep, Db, Holder, Notify, Pipeline, QueueDep, Settings
 from service.api.diagnoses import key_accepted
 from service.queue import retraining
 from service.queue.protocol import Queue
 from service.schemas import MAX_INT
+from service.store import bundle_store
 from service.store import feedback as fb
 from service.store.db import Database
+from service.store.intake import UnreadableBundle, accept_upload
 from service.trackers.notify import MAX_RECIPIENTS, NotifySettings
 from vsandx.faults import FAULTS
 from vsandx.settings import ServiceSettings
@@ -68,6 +71,36 @@ def _not_found(request: Request, what: str) -> HTMLResponse:
 @router.get("/", response_class=HTMLResponse)
 def upload_page(request: Request, settings: Settings, holder: Holder) -> HTMLResponse:
     return _page(request, "upload.html", pages.upload(settings, holder.current_model_info()))
+
+
+@router.post("/upload", response_class=HTMLResponse)
+def upload_form(
+    request: Request, db: Db, settings: Settings, holder: Holder, queue: QueueDep, pipeline: Pipeline,
+    bundle: Annotated[UploadFile, File()],
+    csrf_token: Annotated[str | None, Form()] = None,
+    api_key: Annotated[str | None, Form()] = None,
+) -> Response:  # fmt: skip
+    """The upload form posted without JavaScript: the bundle goes through the API's intake (streamed to
+    the store, checked, queued), then 303 to its diagnosis page, which refreshes itself until done."""
+    error, code = None, 200
+    try:
+        if not csrf.token_ok(csrf_token, request.cookies.get(csrf.COOKIE)):
+            error, code = FORGED, 403
+        elif not key_accepted(settings, api_key):
+            error, code = "The API key is missing or wrong.", 401
+        else:
+            holder.get()
+            job = accept_upload(db, settings, bundle.file, bundle.filename, pipeline)
+            queue.submit(job.id)
+            return RedirectResponse(f"/diagnoses/{job.id}", status_code=303)
+    except ModelUnavailable as e:
+        error, code = f"No model to serve yet: {e}", 503
+    except UnreadableBundle as e:
+        error, code = str(e), 422
+    except bundle_store.UploadTooLarge as e:
+        error, code = str(e), 413
+    ctx = pages.upload(settings, holder.current_model_info())
+    return _page(request, "upload.html", ctx | {"upload_error": error}, code)
 
 
 @router.get("/diagnoses", response_class=HTMLResponse)

@@ -1,5 +1,6 @@
 // Upload with progress: XHR POST to the API (upload.onprogress), then poll the status URL and open the
-// diagnosis page. Without JavaScript the form still posts to the API and shows its JSON answer.
+// diagnosis page. Without JavaScript the form posts to /upload (same intake, CSRF token, API key field),
+// which answers 303 to the diagnosis page.
 "use strict";
 (function () {
   const form = document.getElementById("upload");

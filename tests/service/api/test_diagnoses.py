@@ -175,6 +175,7 @@ UI_FORMS = {
     ("POST", "/diagnoses/{job_id}/feedback"),
     ("POST", "/diagnoses/{job_id}/email"),
     ("POST", "/model/retrains"),
+    ("POST", "/upload"),  # the upload form without JavaScript (multipart, with the bundle)
 }  # `api_key` form field
 
 
@@ -203,7 +204,8 @@ def test_api_keys_guard_every_write_route(tmp_path: Path, model_dir: Path, bundl
                 url = path.replace("{job_id}", done["id"])
                 for key in (None, "wrong"):
                     if (method, path) in UI_FORMS:
-                        r = c.request(method, url, data=form | ({"api_key": key} if key else {}))
+                        files = {"bundle": (bundles[1].name, bundles[1].read_bytes())} if path == "/upload" else None
+                        r = c.request(method, url, data=form | ({"api_key": key} if key else {}), files=files)
                     elif path == "/api/v1/diagnoses":
                         r = _upload(c, bundles[1], headers={"X-API-Key": key} if key else {})
                     else:
