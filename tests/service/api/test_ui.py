@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -122,23 +123,30 @@ def test_a_diagnosis_without_stored_charts_says_so(client: TestClient, bundles: 
     assert client.get(f"/diagnoses/{res['id']}/charts/0.png").status_code == 404
 
 
+@contextmanager
+def stored_document(client: TestClient, job_id: str) -> Iterator[dict[str, Any]]:
+    """The stored diagnosis document of job `job_id`, written back as the block leaves it."""
+    with client.app.state.database.session() as db:  # type: ignore[attr-defined]
+        job = db.get(Job, job_id)
+        assert job is not None and job.diagnosis_id is not None
+        row = db.get(Diagnosis, job.diagnosis_id)
+        assert row is not None
+        doc = dict(row.document)
+        yield doc
+        row.document = doc
+        db.commit()
+
+
 HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "esx$a^{$", "{{ 7 * 7 }}"]
 
 
 def test_hostile_names_in_a_diagnosis_are_text(client: TestClient, bundles: list[Path]) -> None:
     """Component ids and finding texts come from the bundle: HTML-escaped everywhere on the page."""
     res = _upload(client, bundles[0])
-    with client.app.state.database.session() as db:  # type: ignore[attr-defined]
-        job = db.get(Job, res["id"])
-        assert job is not None and job.diagnosis_id is not None
-        row = db.get(Diagnosis, job.diagnosis_id)
-        assert row is not None
-        doc = dict(row.document)
+    with stored_document(client, res["id"]) as doc:
         doc["components"] = [{**c, "id": f"{c['kind']}:{HOSTILE[k % 4]}{k}"} for k, c in enumerate(doc["components"])]
         doc["findings"] = [{**f, "component": f"disk:{HOSTILE[0]}", "summary": HOSTILE[1],
                             "evidence": HOSTILE, "recommendation": HOSTILE[2]} for f in doc["findings"]]  # fmt: skip
-        row.document = doc
-        db.commit()
     with bounded("a diagnosis page of hostile names"):
         page = client.get(f"/diagnoses/{res['id']}")
     assert page.status_code == 200
@@ -152,19 +160,12 @@ def test_components_to_review_are_shown_apart_from_findings(client: TestClient, 
     component's candidates and scores, and a tag on its row; a document without it shows none."""
     res = _upload(client, bundles[0])
     assert 'id="review"' not in client.get(f"/diagnoses/{res['id']}").text  # this model has no conformal data
-    with client.app.state.database.session() as db:  # type: ignore[attr-defined]
-        job = db.get(Job, res["id"])
-        assert job is not None and job.diagnosis_id is not None
-        row = db.get(Diagnosis, job.diagnosis_id)
-        assert row is not None
-        doc = dict(row.document)
+    with stored_document(client, res["id"]) as doc:
         c = doc["components"][0]
         doc["components"] = [{**c, "review": True, "candidates": ["none", "<b>x</b>"]}, *doc["components"][1:]]
         two = [{"label": "none", "score": 0.5}, {"label": "<b>x</b>", "score": 0.45}]
         doc["review"] = [{"component": c["id"], "kind": c["kind"], "verdict": c["verdict"], "confidence": 0.5,
                           "reason": "several labels fit", "candidates": two}]  # fmt: skip
-        row.document = doc
-        db.commit()
     page = client.get(f"/diagnoses/{res['id']}").text
     section = re.search(r'<section class="review card" id="review">.*?</section>', page, re.S)
     assert section is not None and "Needs review: 1 component" in section.group(0)
