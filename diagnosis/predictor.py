@@ -18,6 +18,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from diagnosis.coverage import coverage
 from diagnosis.findings import findings
 from models.base import Diagnoser, load_model
 from models.calibration import CalibratedDiagnoser
@@ -189,6 +190,8 @@ class Predictor:
                 "warnings": [w[:MAX_NOTE_CHARS] for w in bt.warnings[:MAX_NOTES]],
                 "missing": list(bt.missing)[:MAX_NOTES],
             },
+            # hosts of the cluster with a support bundle, esxtop, logs (and those without); additive
+            "coverage": coverage(bt),
             "components": comps,
             "findings": [f.to_dict() for f in findings(bt, verdicts)],
             # components whose conformal set is not a single label, least sure first ([]: none, or a

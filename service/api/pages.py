@@ -99,6 +99,8 @@ def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any
         "res": res,
         "doc": doc,
         "bundle": doc.get("bundle", {}),
+        # hosts with a support bundle / esxtop (documents made before it have none: nothing is shown)
+        "coverage": doc.get("coverage") if isinstance(doc.get("coverage"), dict) else None,
         "findings": findings,
         # components the model cannot settle on one label for (conformal sets): shown apart from findings
         "review": [r for r in doc.get("review") or [] if isinstance(r, dict)],

@@ -40,7 +40,10 @@ def test_document_follows_the_interface(model_dir: Path, bundles: Path) -> None:
     bundle = sorted(bundles.glob("lab-*.tgz"))[0]
     doc = Predictor.load(str(model_dir)).diagnose(bundle)
     assert doc["schema"] == "vsandx.diagnosis/1"
-    assert set(doc) == {"schema", "bundle", "components", "findings", "review", "model", "timing_ms"}
+    assert set(doc) == {"schema", "bundle", "coverage", "components", "findings", "review", "model", "timing_ms"}
+    hosts = doc["bundle"]["hosts"]
+    assert doc["coverage"]["hosts"] == len(hosts) and doc["coverage"]["with_bundle"] == len(hosts)
+    assert doc["coverage"]["without_bundle"] == []
     assert doc["review"] == [] and not any("review" in c or "candidates" in c for c in doc["components"])
     assert len(doc["bundle"]["sha256"]) == 64 and len(doc["bundle"]["hosts"]) == 4
     labels = read_labels(bundle)
