@@ -35,6 +35,22 @@ new MutationObserver(function () {
 """
 
 
+# The elements that reach past the viewport's right edge (for a failure's message).
+WIDER = """
+function clipped(e) {  // inside a box that scrolls or clips sideways
+  for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+    if (getComputedStyle(a).overflowX !== "visible") return true;
+  }
+  return false;
+}
+return Array.from(document.querySelectorAll("body *")).filter(function (e) {
+  return e.getBoundingClientRect().right > window.innerWidth + 0.5 && !clipped(e);
+}).slice(0, 8).map(function (e) {
+  return e.tagName + "." + e.className + "#" + e.id + " " + Math.round(e.getBoundingClientRect().right);
+});
+"""
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -178,3 +194,24 @@ def test_upload_a_bundle_and_read_the_verdict(server: str, browser: Any, bundles
     )
     assert "Upload refused (422)" in error.text and "notes.tgz" in error.text
     assert browser.current_url.rstrip("/") == server and browser.find_element(By.ID, "submit").is_enabled()
+
+
+def test_pages_hold_at_400_px(server: str, browser: Any, bundles: list[Path]) -> None:
+    """At 400 CSS px wide no page scrolls sideways: tables scroll inside their own box, charts and
+    images shrink to the width, long names and the SHA-256 wrap."""
+    import httpx
+
+    bundle = bundles[0]
+    r = httpx.post(f"{server}/api/v1/diagnoses?wait=true", files={"bundle": (bundle.name, bundle.read_bytes())},
+                   timeout=120)  # fmt: skip
+    assert r.status_code == 201, r.text
+    job_id = r.json()["id"]
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 400, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    )
+    for path in ("/", "/diagnoses", f"/diagnoses/{job_id}", "/model"):
+        browser.get(server + path)
+        assert browser.execute_script("return window.innerWidth") == 400
+        wide = browser.execute_script("return document.documentElement.scrollWidth")
+        _shot(browser, f"400px{path.replace('/', '-')}")
+        assert wide <= 400, (path, wide, browser.execute_script(WIDER))
