@@ -215,3 +215,23 @@ def test_pages_hold_at_400_px(server: str, browser: Any, bundles: list[Path]) ->
         wide = browser.execute_script("return document.documentElement.scrollWidth")
         _shot(browser, f"400px{path.replace('/', '-')}")
         assert wide <= 400, (path, wide, browser.execute_script(WIDER))
+
+
+def test_upload_with_javascript_off_ends_on_the_diagnosis_page(server: str, browser: Any, bundles: list[Path]) -> None:
+    """The browser posts the upload form itself (no upload.js): it lands on the diagnosis page, which
+    refreshes itself until the verdict is there, never on the API's JSON."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+    browser.get(server + "/")
+    browser.find_element(By.ID, "bundle").send_keys(str(bundles[0]))
+    browser.find_element(By.ID, "submit").click()
+    WebDriverWait(browser, 60, poll_frequency=0.1).until(lambda d: "/diagnoses/" in d.current_url)
+    assert browser.find_element(By.TAG_NAME, "h1").text == bundles[0].name
+    WebDriverWait(browser, 60, poll_frequency=0.2).until(lambda d: d.find_elements(By.ID, "verdict"))
+    assert browser.find_element(By.ID, "status").text == "done"
+    with urllib.request.urlopen(f"{server}/metrics") as r:  # the form itself was posted, not upload.js's XHR
+        metrics = r.read().decode()
+    assert 'route="/upload",status="303"} 1.0' in metrics
+    assert 'route="/api/v1/diagnoses",status="202"' not in metrics
