@@ -145,5 +145,7 @@ def _page_reads_nothing(svc: Service, name: str, job_id: str, monkeypatch: pytes
     assert page.status_code == 200, page.text[:500]
     notes = svc.client.get(f"/api/v1/diagnoses/{job_id}").json()["diagnosis"]["bundle"]["warnings"]
     assert ('id="reading-notes"' in page.text) == bool(notes)
+    if notes:  # shown in the page's body, not its <head>
+        assert page.text.index('id="reading-notes"') > page.text.index("<body")
     for r in charts:
         assert r.status_code in (200, 404), r.text[:300]
