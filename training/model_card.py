@@ -23,7 +23,6 @@ LIMITS = """\
   severity the simulator does not render; the README's "Where accuracy stands" gives the
   leave-one-cause-out figures, the honest proxy for that.
 - One fault per component; faults outside the taxonomy are called the nearest known fault or `none`.
-- Confidence values are the ensemble's averaged probabilities, not calibrated frequencies.
 - Bundles of another pipeline schema than the one below are refused, not guessed at."""
 
 
@@ -57,5 +56,12 @@ def model_card(
         lines += ["", "Compared on the same bundles:", "", "| model | exact match | healthy called healthy |",
                   "|---|---|---|"]  # fmt: skip
         lines += [f"| {s.name} | {_pct(s.exact_match)} | {_pct(s.healthy_all_none)} |" for s in others]
-    lines += ["", "## Known limits", "", LIMITS, ""]
+    cal = config.get("calibration", "none")
+    confidence = (
+        "- Confidence values are the ensemble's averaged probabilities, not calibrated frequencies."
+        if cal == "none"
+        else f"- Confidence values are calibrated per component kind ({cal}) on the validation bundles; on causes "
+        'the model never trained on they can still be over-sure (README, "Calibrated confidence").'
+    )
+    lines += ["", "## Known limits", "", LIMITS, confidence, ""]
     return "\n".join(lines)

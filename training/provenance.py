@@ -3,6 +3,7 @@ flat parameters, the git commit, the requirements its loader needs."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 from collections.abc import Mapping
@@ -29,9 +30,11 @@ def flat_params(params: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
     return out
 
 
+@functools.cache
 def git_tags() -> dict[str, str]:
     """`mlflow.source.git.commit` of the checkout this code runs from (MLflow finds it only for a
-    script inside the repository, not for the `vsandx` entry point); {} outside a git checkout."""
+    script inside the repository, not for the `vsandx` entry point); {} outside a git checkout. Asked
+    once per process: every trial and baseline run carries it."""
 
     root = Path(__file__).resolve().parents[1]
     try:

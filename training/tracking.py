@@ -199,19 +199,20 @@ def save_pyfunc(folder: Path, path: Path) -> Path:
         inputs=Schema([ColSpec("string", "path", required=False), ColSpec("binary", "content", required=False)]),
         outputs=Schema([ColSpec(AnyType(), "diagnosis")]),
     )
-    _mlflow().pyfunc.save_model(
-        str(path),
-        loader_module=LOADER_MODULE,
-        data_path=str(folder),
-        signature=signature,
-        input_example=pd.DataFrame({"path": ["/path/to/vsan-support-bundle.tgz"]}),
-        pip_requirements=requirements(),
-    )
-    copied = path / "data" / folder.name
-    if copied != path / MODEL_DATA:  # save_model keeps the folder's own name; the loader expects vsandx
-        os.rename(copied, path / MODEL_DATA)
-        mlmodel = path / "MLmodel"
-        mlmodel.write_text(mlmodel.read_text().replace(f"data: data/{folder.name}\n", f"data: {MODEL_DATA}\n"))
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="vsandx-stage-") as stage:
+        # save_model copies the data folder under its own name: staged as `vsandx`, it lands at MODEL_DATA
+        named = Path(stage) / MODEL_DATA.name
+        named.symlink_to(folder.resolve(), target_is_directory=True)
+        _mlflow().pyfunc.save_model(
+            str(path),
+            loader_module=LOADER_MODULE,
+            data_path=str(named),
+            signature=signature,
+            input_example=pd.DataFrame({"path": ["/path/to/vsan-support-bundle.tgz"]}),
+            pip_requirements=requirements(),
+        )
     return path
 
 

@@ -40,7 +40,7 @@ def test_mlflow_alone_loads_the_champion_and_diagnoses_a_bundle(registered: tupl
     data, folder, bundle = registered
     probe = f"""
 import json, sys, mlflow, pandas as pd
-mlflow.set_tracking_uri({"sqlite:///" + str((data / "mlflow.db").resolve())!r})
+mlflow.set_tracking_uri("sqlite:///var/mlflow.db")  # the README's line, run where ./var is the data dir
 model = mlflow.pyfunc.load_model("models:/{NAME}@{CHAMPION}")
 meta = model.metadata
 print(json.dumps({{
@@ -50,7 +50,8 @@ print(json.dumps({{
     "flavors": sorted(meta.flavors),
 }}))
 """
-    got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert data.name == "var"
+    got = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, cwd=data.parent)
     assert got.returncode == 0, got.stderr[-3000:]
     doc = json.loads(got.stdout.strip().splitlines()[-1])
     assert doc["inputs"] == ["path", "content"] and "python_function" in doc["flavors"]

@@ -119,4 +119,8 @@ def test_git_tags_outside_a_checkout_are_empty(monkeypatch: pytest.MonkeyPatch) 
 
     assert len(git_tags()["mlflow.source.git.commit"]) == 40  # this checkout
     monkeypatch.setattr(sp, "run", lambda *a, **k: sp.CompletedProcess(a, 128, "", "fatal: not a git repository"))
-    assert git_tags() == {}
+    git_tags.cache_clear()  # asked once per process: ask again under the patch
+    try:
+        assert git_tags() == {}
+    finally:
+        git_tags.cache_clear()
