@@ -133,8 +133,21 @@ def run_sweep(
     space["issue_rate"] = tune.uniform(*spec.issue_rate)
     space["seed"] = spec.seed
     space.update(spec.overrides)
-    if not ray.is_initialized():
+    # Ray started here is shut down when the sweep ends: a service worker that ran a retrain, or a test
+    # process, would otherwise keep a raylet, a GCS and idle workers (and their signal handlers) for life.
+    started = not ray.is_initialized()
+    if started:
         ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        return _sweep(spec, space, train_dir, val_dir, out_dir, progress)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _sweep(
+    spec: SweepSpec, space: dict[str, Any], train_dir: Path, val_dir: Path, out_dir: Path, progress: bool
+) -> list[TrialOutcome]:
     gpu = 0.25 if torch.cuda.is_available() else 0.0
     trainable = tune.with_resources(
         # absolute paths: trials run in Ray workers with another working directory
