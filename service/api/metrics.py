@@ -36,7 +36,7 @@ class StateCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         depth = GaugeMetricFamily(
             "vsandx_jobs",
-            "Jobs by kind (diagnose; webhook: a tracker delivery's work, when the embedded queue holds it; "
+            "Jobs by kind (diagnose; webhook: a tracker delivery's work; train: a training run on Celery; "
             "retrain) and status",
             labels=["queue", "kind", "status"],
         )

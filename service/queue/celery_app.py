@@ -1,15 +1,13 @@
 """The Celery app and its tasks (with service.queue.celery_queue, the only modules importing Celery):
-`vsandx.diagnose`, `vsandx.webhook` (a bug tracker's delivery: service.queue.webhook_jobs),
-`vsandx.train`, `vsandx.retrain` and `vsandx.housekeeping`, and the worker and beat processes
-(`vsandx worker` / `vsandx beat` with VSANDX_BROKER_URL set; Redis in production). The API's side,
-the queue it sends to, is service.queue.celery_queue.
+`vsandx.diagnose`, `vsandx.webhook` (a tracker's delivery: service.queue.webhook_jobs), `vsandx.train`,
+`vsandx.retrain`, `vsandx.housekeeping`; the worker and beat processes (`vsandx worker` / `vsandx beat`
+with VSANDX_BROKER_URL set). The API's side is service.queue.celery_queue.
 
-Delivery is at least once (acks_late, reject_on_worker_lost: a message whose worker died goes back
-to the broker); the jobs table makes the effect exactly once: a task claims its job by compare-and-set,
-a diagnosis is unique by (bundle sha256, model version) and is looked up before any work, and a job is
-completed only by the attempt that holds it. Time limits stay below the lease and the broker's
-visibility timeout, so a slow live task is never mistaken for a dead one. Only transient errors
-(database/broker hiccups, no model loaded yet) are retried, with exponential backoff.
+Delivery is at least once (acks_late, reject_on_worker_lost); the jobs table makes the effect exactly
+once: a task claims its job row by compare-and-set, a diagnosis is unique by (bundle sha256, model
+version), a job is completed only by the attempt that holds it. Time limits stay below the lease and
+the broker's visibility timeout, so a slow live task is never taken for a dead one. Only transient
+errors (database/broker hiccups, no model loaded yet) are retried, with exponential backoff.
 """
 
 from __future__ import annotations
@@ -21,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from celery import Celery, Task
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_process_init
+from celery.signals import worker_init, worker_process_init
 from sqlalchemy.exc import OperationalError
 
 from diagnosis.serving import ModelHolder
 from service.queue.diagnosis_jobs import FINISHED, Transient, execute, recover_orphans, worker_name
 from service.store import job_store
 from service.store.db import Database, database_for
+from service.trackers.notify import NotifySettings, public_url_warning
 from vsandx.settings import ServiceSettings, get_service_settings
 
 if TYPE_CHECKING:
@@ -130,6 +129,13 @@ def _after_fork(**kwargs: Any) -> None:
     holder.refresh()
 
 
+@worker_init.connect
+def _warn_at_start(**kwargs: Any) -> None:
+    """Once per worker, before its pool starts (never per task): it mails the reports, so it warns as the API does."""
+    if (why := public_url_warning(NotifySettings())) is not None:
+        log.warning(why)
+
+
 TRANSIENT = (Transient, OperationalError, ConnectionError, TimeoutError)
 
 
@@ -182,15 +188,22 @@ def register_tasks(app: Celery, s: ServiceSettings) -> None:
     @app.task(
         bind=True, name="vsandx.webhook", time_limit=webhook_limit, soft_time_limit=0.95 * webhook_limit, **durable
     )
-    def webhook(self: Task, job: dict[str, Any]) -> dict[str, Any]:
-        """The work of one admitted tracker delivery (service.trackers.webhooks.Answer.job): diagnose the bug's or
-        issue's bundles, comment once, email once. Transient errors (network, 5xx, a 4xx SMTP answer, no
-        model yet) are retried with backoff; the others end the task with the reason. What was sent is
-        in the sent_messages table, so a retry or a redelivered message sends nothing twice."""
+    def webhook(self: Task, job: dict[str, Any] | None, job_id: str | None = None) -> dict[str, Any]:
+        """One admitted tracker delivery (service.trackers.webhooks.Answer.job; None: its job row's stored
+        copy): diagnose the bundles, comment once, email once. With `job_id` (what the API sends) it claims,
+        runs and finishes that `webhook` job row (WebhookWorker.run_task); transient errors (network, 5xx,
+        a 4xx SMTP answer, no model yet) run it again after a backoff, others fail it with the reason. The
+        sent_messages table makes a retry or a redelivered message send nothing twice."""
         from service.queue.webhook_jobs import WebhookFailed
 
-        try:
-            return _Context.get_webhooks().run(job)
+        worker = _Context.get_webhooks()
+        if job_id is not None:
+            status, again_in = worker.run_task(job_id, job)
+            if again_in is not None:  # the row bounds the attempts; this only stops a message looping
+                raise self.retry(countdown=again_in, max_retries=2 * (worker.settings.max_retries + 1))
+            return {"job_id": job_id, "status": status}
+        try:  # a message queued before deliveries had job rows
+            return worker.run(job or {})
         except WebhookFailed as e:
             log.error("webhook delivery failed: %s", e)
             return {"failed": str(e)}
@@ -199,13 +212,15 @@ def register_tasks(app: Celery, s: ServiceSettings) -> None:
             return {"failed": f"took longer than {0.95 * webhook_limit:.0f} s"}
 
     @app.task(bind=True, name="vsandx.train", **long_running)
-    def train(self: Task, preset: str = "quick") -> dict[str, Any]:
-        """Train and register a model (training queue); promotes it only if it beats the champion."""
-        from training.run import TrainConfig, run_training
+    def train(self: Task, preset: str = "quick", job_id: str | None = None) -> dict[str, Any]:
+        """Train and register a model (training queue); promotes it only if it beats the champion. With
+        `job_id` (what the API sends) its `train` job row is claimed and finished (service.queue.training_jobs)."""
+        from service.queue import training_jobs
 
-        settings, _, _ = _Context.get()
-        done = run_training(TrainConfig.preset(preset), settings, progress=False)
-        return {"version": done.version, "champion": done.champion, "report": str(done.report)}
+        settings, database, _ = _Context.get()
+        if job_id is None:  # a message sent before training runs had job rows
+            return training_jobs.train(settings, preset)
+        return training_jobs.run(database, settings, job_id, train_limit + settings.lease_s, preset)
 
     @app.task(bind=True, name="vsandx.housekeeping", autoretry_for=TRANSIENT, retry_backoff=True, max_retries=3)
     def housekeeping_task(self: Task) -> dict[str, Any]:

@@ -11,8 +11,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from service.queue import training_jobs, webhook_jobs
 from service.queue.celery_app import DIAGNOSES, TRAINING, make_celery, send_retrain
 from service.queue.diagnosis_jobs import wait_for_job
+from service.queue.webhook_jobs import KIND
 from service.store import job_store
 from service.store.db import Database
 from vsandx.settings import ServiceSettings
@@ -53,21 +55,42 @@ class CeleryQueue:
             log.error("could not send job %s to the broker (it stays queued and is re-sent): %s", job_id, e)
 
     def submit_webhook(self, job: Mapping[str, Any]) -> str:
-        """Send a tracker delivery's work to the diagnoses queue; raises when the broker does not take
-        it (the route answers 503 and the tracker retries). Returns the task id. No result is kept: the
-        worker logs what the delivery did, and not subscribing to a result keeps a broken broker's
-        answer fast (a tracker gives up on a webhook after about 10 s)."""
+        """Record a tracker delivery's job (a `webhook` row, its JSON in the store: service.queue.webhook_jobs)
+        and send its task to the diagnoses queue; raises when either fails (the route answers 503 and the
+        tracker retries; a row the broker did not take is failed, never left queued). Returns the job id,
+        also the task's id. No result is kept: the job's row and the worker's log say what it did, and not
+        subscribing to a result keeps a broken broker's answer fast (a tracker gives up after about 10 s)."""
+        with self.database.session() as db:
+            job_id = webhook_jobs.submit(db, self.settings, job)
+        try:
+            self._send_webhook(job_id, dict(job))
+        except Exception as e:
+            with self.database.session() as db:
+                job_store.fail_job(db, job_id, 0, f"the broker did not take the delivery: {type(e).__name__}: {e}")
+            raise
+        return job_id
+
+    def _send_webhook(self, job_id: str, job: dict[str, Any] | None) -> None:
+        """`job` None: the worker reads the delivery from the store (a re-sent job)."""
         policy = {"max_retries": 2, "interval_start": 0.1, "interval_step": 0.5}
-        res = self.app.send_task("vsandx.webhook", args=[dict(job)], queue=DIAGNOSES, retry=True, retry_policy=policy,
-                                 ignore_result=True)  # fmt: skip
-        return str(res.id)
+        self.app.send_task("vsandx.webhook", args=[job], kwargs={"job_id": job_id}, task_id=job_id, queue=DIAGNOSES,
+                           retry=True, retry_policy=policy, ignore_result=True)  # fmt: skip
 
     def wait(self, job_id: str, timeout: float) -> str:
         return wait_for_job(self.database, job_id, timeout, None, self.settings.poll_s)
 
     def submit_training(self, preset: str) -> str:
-        """Send a training run to the training queue; returns its task id."""
-        return str(self.app.send_task("vsandx.train", args=[preset], queue=TRAINING).id)
+        """Record a training run (a `train` job row: service.queue.training_jobs) and send it to the
+        training queue; returns its id, the task's id. A run the broker did not take is failed."""
+        with self.database.session() as db:
+            job_id = training_jobs.submit(db, self.settings, preset)
+        try:
+            self.app.send_task("vsandx.train", args=[preset], kwargs={"job_id": job_id}, task_id=job_id, queue=TRAINING)
+        except Exception as e:
+            with self.database.session() as db:
+                job_store.fail_job(db, job_id, 0, f"the broker did not take the training run: {type(e).__name__}: {e}")
+            raise
+        return job_id
 
     def submit_retrain(self, retrain_id: int) -> str:
         return send_retrain(self.app, retrain_id)
@@ -83,17 +106,25 @@ class CeleryQueue:
         return out
 
     def reap(self) -> list[str]:
-        """Re-send jobs queued longer than a lease without being claimed, or running past their lease
-        (their worker died with the message), each at most once per lease. Duplicates are harmless."""
+        """Re-send jobs (diagnoses and tracker deliveries) queued longer than a lease without being
+        claimed, or running past their lease (their worker died with the message), each at most once per
+        lease. Duplicates are harmless: a job is claimed by compare-and-set."""
         now = time.monotonic()
         with self.database.session() as db:
-            stale = job_store.stale_jobs(db, queued_for_s=self.settings.lease_s)
+            stale = [(j, "diagnose") for j in job_store.stale_jobs(db, queued_for_s=self.settings.lease_s)]
+            stale += [(j, KIND) for j in job_store.stale_jobs(db, queued_for_s=self.settings.lease_s, kind=KIND)]
         self._resent = {j: t for j, t in self._resent.items() if now - t < 2 * self.settings.lease_s}
-        again = [j for j in stale if now - self._resent.get(j, -1e9) >= self.settings.lease_s]
-        for job_id in again:
-            self.submit(job_id)
+        again = [(j, k) for j, k in stale if now - self._resent.get(j, -1e9) >= self.settings.lease_s]
+        for job_id, kind in again:
+            if kind == KIND:
+                try:
+                    self._send_webhook(job_id, None)
+                except Exception as e:  # as submit: it stays in the database and is tried again
+                    log.error("could not send webhook job %s to the broker: %s", job_id, e)
+            else:
+                self.submit(job_id)
             self._resent[job_id] = now
-        return again
+        return [j for j, _ in again]
 
     def unready(self) -> str | None:
         """Why an accepted job would not be sent (None when the broker answers)."""

@@ -5,9 +5,11 @@ the download like an upload and run or reuse its diagnosis job with the served m
 finding's stored chart; the `sent_messages` table as its sent log) and runs it under the queue's rules:
 leases, retries with backoff, exactly one effect.
 
-`WebhookWorker.run(job)` is the body of the Celery task `vsandx.webhook` (service.queue.celery_app) and
-of the embedded queue's `webhook` jobs (`submit` / `claim` / `execute` here, run by
-service.queue.embedded.work_loop). The route that queues a delivery is service.api.webhooks.
+Every queued delivery is a `webhook` row of the jobs table (`submit`), on either queue: the embedded
+queue's workers `claim` and `execute` it (service.queue.embedded.work_loop), the Celery task
+`vsandx.webhook` (service.queue.celery_app) runs `WebhookWorker.run_task` on it; both end in
+`WebhookWorker.run(job)`. The row's status is what /metrics counts (`vsandx_jobs{kind="webhook"}`). The
+route that queues a delivery is service.api.webhooks.
 
 A tracker's bundle becomes a diagnosis job whose id is derived from (bundle sha256, model name, model
 version), so a retried task lands on the same diagnosis resource: the comment (keyed by that id) and
@@ -36,11 +38,11 @@ from sqlalchemy.orm import Session
 
 from diagnosis.digest import findings_of
 from diagnosis.serving import ModelHolder, ModelUnavailable
-from service.queue.diagnosis_jobs import Transient, execute, wait_for_job, worker_name
+from service.queue.diagnosis_jobs import FINISHED, Transient, execute, wait_for_job, worker_name
 from service.store import bundle_store, chart_store, diagnosis_store, job_store
 from service.store.db import Database
 from service.store.intake import store_upload
-from service.store.tables import Base, Job, SentMessage
+from service.store.tables import Base, Job, SentMessage, utcnow
 from service.trackers import webhooks
 from service.trackers.base import BadPayload, TrackerHTTPError, TrackerSettings
 from service.trackers.flow import Outcome, bundle_chart
@@ -49,7 +51,7 @@ from service.trackers.notify import MailError, NotifySettings, ReportChart
 from vsandx.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
-KIND = "webhook"  # Job.kind of a queued delivery on the embedded queue
+KIND = "webhook"  # Job.kind of a queued delivery (on either queue)
 # Tracker diagnosis job ids: uuid5 of "sha256 \0 model name \0 model version" in this namespace.
 JOB_NAMESPACE = uuid.UUID("5b0c7e36-3f5e-4d8e-9a57-1f0e2c4d6a10")
 MAX_PAYLOAD = 8 * webhooks.WEBHOOK_MAX_BODY  # the queued job as JSON (escapes may grow the body)
@@ -179,15 +181,18 @@ class WebhookWorker:
         claim_job fails it (only a worker dying every time gets there: see execute)."""
         return job_store.claim_job(db, owner, self.lease_s, 1 + self.settings.max_retries, kind=KIND)
 
-    def execute(self, db: Session, job: Job) -> str:
-        """Run a claimed delivery: "done", "failed", "retry" (a transient error: claimable again after a
-        backoff) or "lost" (another attempt took it over)."""
+    def execute(self, db: Session, job: Job, payload: Mapping[str, Any] | None = None) -> str:
+        """Run a claimed delivery (`payload`: the delivery as its message carried it; else read from the
+        store): "done", "failed", "retry" (a transient error: claimable again after a backoff) or "lost"
+        (another attempt took it over)."""
         attempt, job_id = job.attempts, job.id
         path = bundle_store.bundle_path(self.settings, job.sha256)
         try:
-            if path is None:
-                raise WebhookFailed("the queued delivery is no longer stored (retention)")
-            self.run(json.loads(path.read_bytes()))
+            if payload is None:
+                if path is None:
+                    raise WebhookFailed("the queued delivery is no longer stored (retention)")
+                payload = json.loads(path.read_bytes())
+            self.run(payload)
         except Transient as e:
             if attempt > self.settings.max_retries:
                 return _fail(db, job_id, attempt, f"gave up after {attempt} attempts: {e}")
@@ -201,9 +206,29 @@ class WebhookWorker:
             return _fail(db, job_id, attempt, f"{type(e).__name__}: {e}")
         return "done" if job_store.complete_job(db, job_id, attempt, None) else "lost"
 
+    # ---------------------------------------------------------------------------------- Celery
+    def run_task(self, job_id: str, payload: Mapping[str, Any] | None) -> tuple[str, float | None]:
+        """The Celery task `vsandx.webhook` on the delivery's job row: claim it (compare-and-set), run it,
+        finish it, as an embedded worker does, so its status (queued, running, done, failed) is in the
+        database for every process (the API's /metrics). Returns (status, seconds after which the task
+        must run again, or None): "retry" after a transient error, "busy" while another attempt holds
+        the job; a finished job (a redelivered message) is left as it is."""
+        with self.database.session() as db:
+            job = job_store.claim_job(db, worker_name("celery"), self.lease_s, 1 + self.settings.max_retries,
+                                      job_id=job_id, kind=KIND)  # fmt: skip
+            if job is not None:
+                status = self.execute(db, job, payload)
+                if status != "retry":
+                    return status, None
+            state = job_store.lease_holder(db, job_id)
+        if state is None or state[0] in FINISHED:
+            return (state[0] if state else "missing"), None
+        until = state[1] or utcnow()
+        return ("retry" if job is not None else "busy"), max(0.5, (until - utcnow()).total_seconds() + 0.5)
+
 
 def submit(db: Session, settings: ServiceSettings, job: Mapping[str, Any]) -> str:
-    """Queue a delivery's job on the embedded queue: its JSON kept in the content store, a `webhook` job
+    """Record a delivery's job (either queue): its JSON kept in the content store, a queued `webhook` job
     row pointing at it. Returns the job id; raises on any failure (the route then answers 503)."""
     raw = json.dumps(dict(job), ensure_ascii=False).encode()
     name = f"webhook-{job.get('source', 'unknown')}.json"

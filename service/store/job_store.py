@@ -165,11 +165,12 @@ STATUSES = ("queued", "running", "done", "failed")
 
 
 def jobs_by_kind(db: Session) -> dict[tuple[str, str], int]:
-    """Jobs per (kind, status), every status of every kind there is (diagnose, webhook) and of the
+    """Jobs per (kind, status), every status of every kind there is (diagnose, webhook: rows on either
+    queue; train: Celery's training runs; each row kept by whichever process runs it) and of the
     retrains (kind `retrain`), zeros included."""
     rows = db.execute(select(Job.kind, Job.status, func.count()).group_by(Job.kind, Job.status)).all()
     retrains = db.execute(select(RetrainDecision.status, func.count()).group_by(RetrainDecision.status)).all()
-    out = {(kind, status): 0 for kind in ("diagnose", "webhook", "retrain") for status in STATUSES}
+    out = {(kind, status): 0 for kind in ("diagnose", "webhook", "train", "retrain") for status in STATUSES}
     out.update({(k, s): n for k, s, n in rows})
     out.update({("retrain", s): n for s, n in retrains})
     return out
