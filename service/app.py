@@ -23,7 +23,7 @@ from service.api.deps import WebhookContext
 from service.api.diagnoses import api, ops
 from service.api.emailing import router as email_api
 from service.api.feedback import router as feedback_api
-from service.api.limits import BodyLimit, BodyLimits
+from service.api.limits import BodyLimit, BodyLimits, RefusalPage
 from service.api.metrics import Metrics, MetricsMiddleware
 from service.api.webhooks import router as webhook_api
 from service.queue.embedded import EmbeddedQueue
@@ -114,8 +114,8 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
     app.include_router(email_api)
     app.include_router(webhook_api)
     app.include_router(ops)
-    _include_ui(app)
-    app.add_middleware(BodyLimit, limits=body_limits(s))
+    pages = _include_ui(app)
+    app.add_middleware(BodyLimit, limits=body_limits(s), html=pages)
     app.add_middleware(OriginCheck, public_url=integrations.notify.public_url, exempt=(f"{API_PREFIX}/webhooks/",))
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
@@ -133,12 +133,19 @@ def body_limits(s: ServiceSettings) -> BodyLimits:
     )
 
 
-def _include_ui(app: FastAPI) -> None:
-    """The HTML pages (service.api.ui) and their assets, when that part of the service is installed."""
+def _include_ui(app: FastAPI) -> RefusalPage | None:
+    """The HTML pages (service.api.ui), their error pages (service.api.error_pages: the page for a
+    browser's refused form, returned for the body limits) and their assets, when that part of the
+    service is installed."""
+    pages: RefusalPage | None = None
     if importlib.util.find_spec("service.api.ui") is not None:
         ui: Any = importlib.import_module("service.api.ui")
         app.include_router(ui.router)
+        errors: Any = importlib.import_module("service.api.error_pages")
+        errors.install(app)
+        pages = errors.ErrorPages()
     if STATIC.is_dir():
         from fastapi.staticfiles import StaticFiles
 
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    return pages

@@ -25,6 +25,7 @@ from diagnosis.serving import ModelHolder, ModelUnavailable
 from service.api import csrf, emailing, pages
 from service.api.deps import DatabaseDep, Db, Holder, Notify, Pipeline, QueueDep, Settings
 from service.api.diagnoses import key_accepted
+from service.api.limits import size_words
 from service.queue import retraining
 from service.queue.protocol import Queue
 from service.schemas import MAX_INT
@@ -45,6 +46,7 @@ _env.globals["fault_title"] = pages.fault_title
 _env.globals["FAULTS"] = FAULTS
 templates = Jinja2Templates(env=_env)
 router = APIRouter(include_in_schema=False)
+NO_FILE = "No file was chosen: choose a support bundle (.tgz, .tar or .zip) and send the form again."
 FORGED = "The form's security token is missing or stale (did it come from this page?): reload the page, send it again."
 
 
@@ -76,18 +78,21 @@ def upload_page(request: Request, settings: Settings, holder: Holder) -> HTMLRes
 @router.post("/upload", response_class=HTMLResponse)
 def upload_form(
     request: Request, db: Db, settings: Settings, holder: Holder, queue: QueueDep, pipeline: Pipeline,
-    bundle: Annotated[UploadFile, File()],
+    bundle: Annotated[UploadFile | None, File()] = None,
     csrf_token: Annotated[str | None, Form()] = None,
     api_key: Annotated[str | None, Form()] = None,
 ) -> Response:  # fmt: skip
     """The upload form posted without JavaScript: the bundle goes through the API's intake (streamed to
-    the store, checked, queued), then 303 to its diagnosis page, which refreshes itself until done."""
+    the store, checked, queued), then 303 to its diagnosis page, which refreshes itself until done. A
+    refusal shows the form again with the reason (a body over the limit: service.api.error_pages)."""
     error, code = None, 200
     try:
         if not csrf.token_ok(csrf_token, request.cookies.get(csrf.COOKIE)):
             error, code = FORGED, 403
         elif not key_accepted(settings, api_key):
             error, code = "The API key is missing or wrong.", 401
+        elif bundle is None or not bundle.filename:
+            error, code = NO_FILE, 422
         else:
             holder.get()
             job = accept_upload(db, settings, bundle.file, bundle.filename, pipeline)
@@ -98,7 +103,8 @@ def upload_form(
     except UnreadableBundle as e:
         error, code = str(e), 422
     except bundle_store.UploadTooLarge as e:
-        error, code = str(e), 413
+        name = bundle.filename if bundle else "the file"
+        error, code = f"{name} is larger than the upload limit of {size_words(e.limit)}: nothing was stored.", 413
     ctx = pages.upload(settings, holder.current_model_info())
     return _page(request, "upload.html", ctx | {"upload_error": error}, code)
 

@@ -235,3 +235,26 @@ def test_upload_with_javascript_off_ends_on_the_diagnosis_page(server: str, brow
         metrics = r.read().decode()
     assert 'route="/upload",status="303"} 1.0' in metrics
     assert 'route="/api/v1/diagnoses",status="202"' not in metrics
+
+
+def test_an_upload_over_the_limit_with_javascript_off_shows_a_page(tmp_path: Path, browser: Any) -> None:
+    """JavaScript off, a bundle over VSANDX_MAX_UPLOAD_BYTES: the browser shows the 413 page naming the
+    file and the limit with its link back to the upload form, not the API's JSON nor a reset connection."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    big = tmp_path / "esx-01.tgz"
+    with big.open("wb") as f:
+        f.truncate(24 << 20)  # 24 MiB of zeros against a 1 MiB limit
+    app = create_app(service_settings(tmp_path / "var", None, max_upload_bytes=1 << 20))
+    with serving(app) as url:
+        browser.execute_cdp_cmd("Emulation.setScriptExecutionDisabled", {"value": True})
+        browser.get(url + "/")
+        browser.find_element(By.ID, "bundle").send_keys(str(big))
+        browser.find_element(By.ID, "submit").click()
+        WebDriverWait(browser, 60, poll_frequency=0.1).until(lambda d: d.current_url.endswith("/upload"))
+        assert browser.find_element(By.TAG_NAME, "h1").text == "Bundle too large", browser.page_source[:2000]
+        words = browser.find_element(By.ID, "error").text
+        assert "The file esx-01.tgz is larger than the upload limit of 1 MB (1,048,576 bytes)" in words
+        browser.find_element(By.ID, "back").click()
+        WebDriverWait(browser, 30, poll_frequency=0.1).until(lambda d: d.find_elements(By.ID, "upload"))

@@ -1,6 +1,7 @@
 """Request body limits per route: the route picks its limit, a declared length over it is refused before
 anything is read, a chunked body as soon as it passes it (the app never holds more than the limit plus
-a chunk), and in the application the JSON and form routes take kilobytes while uploads take their own."""
+a chunk), and in the application the JSON and form routes take kilobytes while uploads take their own;
+a browser's upload form over the limit gets a page naming the file and the limit."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from service.api.limits import BodyLimit, BodyLimits
+from service.api.limits import BodyLimit, BodyLimits, filename_in, size_words
 from service.app import body_limits, create_app
 from service.trackers.webhooks import WEBHOOK_MAX_BODY
 from tests.attacks.bounds import bounded
@@ -177,5 +178,39 @@ def test_a_600_mb_upload_is_refused_before_the_body_is_read(edge_server: tuple[s
         answer, sent = _post_streaming(url, "/api/v1/diagnoses", _body(total, part), headers)
     print(f"sent {sent / 2**20:.1f} MiB before the answer")
     assert answer.startswith(b"HTTP/1.1 413 "), answer[:300]
+    assert sent < 32 * 2**20, f"{sent} bytes went in before the refusal"
+    assert httpx.get(f"{url}/api/v1/diagnoses").json()["total"] == 0
+
+
+def test_filename_in_and_size_words() -> None:
+    part = b'--b\r\nContent-Disposition: form-data; name="bundle"; filename="caf\xc3\xa9 %22x%22.tgz"\r\n\r\nxx'
+    assert (
+        filename_in(b'--b\r\nContent-Disposition: form-data; name="csrf_token"\r\n\r\nt\r\n' + part) == 'café "x".tgz'
+    )
+    assert filename_in(part[:40]) is None and filename_in(b"x" * 100) is None
+    assert filename_in(b'Content-Disposition: form-data; name="bundle"; filename=""\r\n') is None  # no file chosen
+    assert size_words(512 << 20) == "512 MB (536,870,912 bytes)" and size_words(1000) == "1,000 bytes"
+    assert size_words(3 << 19) == "1.5 MB (1,572,864 bytes)"
+
+
+def test_a_browser_form_of_600_mb_gets_a_page_before_its_body_is_read(
+    edge_server: tuple[str, subprocess.Popen[bytes]],
+) -> None:
+    """JavaScript off, a 600 MB bundle through the upload form of a real `vsandx serve`: 413 with the
+    error page naming the file and the 512 MiB limit, after the body's first 16 KiB at most, while the
+    browser is still sending; nothing stored."""
+    url, p = edge_server
+    total = 600 * 10**6
+    headers = {"content-type": "multipart/form-data; boundary=b", "content-length": str(total),
+               "accept": "text/html,application/xhtml+xml", "origin": url}  # fmt: skip
+    part = (b'--b\r\nContent-Disposition: form-data; name="csrf_token"\r\n\r\n' + b"t" * 43 + b"\r\n"
+            b'--b\r\nContent-Disposition: form-data; name="bundle"; filename="esx-01.tgz"\r\n\r\n')  # fmt: skip
+    with bounded("a 600 MB form upload", p.pid):
+        answer, sent = _post_streaming(url, "/upload", _body(total, part), headers)
+    assert answer.startswith(b"HTTP/1.1 413 "), answer[:300]
+    assert b"content-type: text/html; charset=utf-8" in answer.lower()
+    page = answer.decode()
+    assert "The file esx-01.tgz is larger than the upload limit of 512 MB (536,870,912 bytes)" in page, page[-2000:]
+    assert '<a id="back" href="/">Back to the upload form</a>' in page
     assert sent < 32 * 2**20, f"{sent} bytes went in before the refusal"
     assert httpx.get(f"{url}/api/v1/diagnoses").json()["total"] == 0
