@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -48,6 +48,7 @@ def model_for_tests(name: str, cnn_epochs: int, ensemble_cnn: bool = True) -> Di
 class LabData:
     X: list[BundleTensors]
     y: list[dict[str, str]]
+    paths: list[Path] = field(default_factory=list)  # the archives, with the simulator's labels.json
 
     @property
     def train(self) -> tuple[list[BundleTensors], list[dict[str, str]]]:
@@ -72,10 +73,10 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> LabData:
     out = tmp_path_factory.mktemp("lab")
     results = simulate_many("lab", N_BUNDLES, out, seed=SEED, issue_rate=1.0, progress=False, workers=2)
     paths = [out / r["path"] for r in results]
-    return LabData([load_bundle(p) for p in paths], [read_labels(p) for p in paths])
+    return LabData([load_bundle(p) for p in paths], [read_labels(p) for p in paths], paths)
 
 
 @pytest.fixture(scope="session")
 def tiny(lab: LabData) -> LabData:
     """Six bundles: enough to exercise the contract, fast to fit."""
-    return LabData(lab.X[:6], lab.y[:6])
+    return LabData(lab.X[:6], lab.y[:6], lab.paths[:6])
