@@ -116,7 +116,9 @@ def create_app(settings: ServiceSettings | None = None, integrations: Integratio
     app.include_router(ops)
     pages = _include_ui(app)
     app.add_middleware(BodyLimit, limits=body_limits(s), html=pages)
-    app.add_middleware(OriginCheck, public_url=integrations.notify.public_url, exempt=(f"{API_PREFIX}/webhooks/",))
+    app.add_middleware(
+        OriginCheck, public_url=integrations.notify.public_url, exempt=(f"{API_PREFIX}/webhooks/",), html=pages
+    )
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     return app
 

@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from service.api.limits import RefusalPage
+
 COOKIE = "vsandx_csrf"
 FIELD = "csrf_token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -79,8 +81,11 @@ def cross_site(headers: Mapping[str, str], host: str | None, public_url: str) ->
 class OriginCheck:
     """403 for a cross-site unsafe request (see `cross_site`), except under `exempt` path prefixes."""
 
-    def __init__(self, app: ASGIApp, public_url: str, exempt: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, app: ASGIApp, public_url: str, exempt: tuple[str, ...] = (), html: RefusalPage | None = None
+    ) -> None:
         self.app, self.public_url, self.exempt = app, public_url, exempt
+        self.html = html  # a browser's form gets the error page (why, and what to set), scripts JSON
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] in SAFE_METHODS or scope["path"].startswith(self.exempt):
@@ -91,7 +96,10 @@ class OriginCheck:
         if why is None:
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"detail": f"refused: {why}"}).encode()
+        if self.html is not None and self.html.wants(scope):
+            body, kind = self.html.forbidden(scope, why), b"text/html; charset=utf-8"
+        else:
+            body, kind = json.dumps({"detail": f"refused: {why}"}).encode(), b"application/json"
         await send({"type": "http.response.start", "status": 403, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})  # fmt: skip
+            (b"content-type", kind), (b"content-length", str(len(body)).encode())]})  # fmt: skip
         await send({"type": "http.response.body", "body": body})

@@ -60,6 +60,13 @@ class ErrorPages:
         message = f"The form sent more than this page's limit of {size_words(limit)}; nothing was saved."
         return render(scope, "Form too large", message)
 
+    def forbidden(self, scope: Scope, why: str) -> bytes:
+        message = (f"The service refused this form as another site's ({why}); nothing was saved. Open the form "
+                   "from the service's own pages and send it again. If you reach the service through another "
+                   "address (a proxy, another host name), its administrator should set VSANDX_PUBLIC_URL to "
+                   "that address.")  # fmt: skip
+        return render(scope, "Refused: not sent from this service", message)
+
 
 def _plain(exc: RequestValidationError) -> str:
     """Validation errors in words: "bundle: Field required; page: …"."""
@@ -68,7 +75,8 @@ def _plain(exc: RequestValidationError) -> str:
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, HTTPException)
+    if not isinstance(exc, HTTPException):  # registered for HTTPException alone (no assert in a request path)
+        raise exc
     if not wants_html(request.url.path, request.headers.get("accept", "")):
         return await http_exception_handler(request, exc)
     title = HTTPStatus(exc.status_code).phrase if exc.status_code in HTTPStatus._value2member_map_ else "Error"
@@ -79,7 +87,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 async def _invalid(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, RequestValidationError)
+    if not isinstance(exc, RequestValidationError):  # registered for RequestValidationError alone
+        raise exc
     if not wants_html(request.url.path, request.headers.get("accept", "")):
         return await request_validation_exception_handler(request, exc)
     return HTMLResponse(render(request.scope, "The form could not be used", _plain(exc)), 422)

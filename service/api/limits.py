@@ -41,7 +41,8 @@ class BodyLimits:
 
 
 class RefusalPage(Protocol):
-    """The HTML answer to a browser's form post over its limit (service.api.error_pages)."""
+    """The HTML answer to a browser's refused form post: over its limit, or from another site
+    (service.api.error_pages)."""
 
     def wants(self, scope: Scope) -> bool:
         """True for a browser's page or form (HTML accepted, not the JSON API)."""
@@ -49,6 +50,10 @@ class RefusalPage(Protocol):
 
     def too_large(self, scope: Scope, limit: int, filename: str | None) -> bytes:
         """The page: what was refused (the file's name when the body's first part named one), the limit."""
+        ...
+
+    def forbidden(self, scope: Scope, why: str) -> bytes:
+        """The page for a form refused as another site's (service.api.csrf.OriginCheck): why, what to do."""
         ...
 
 

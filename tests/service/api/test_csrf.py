@@ -68,3 +68,14 @@ def test_cross_origin_writes_are_refused_before_the_route(client: TestClient) ->
         assert own.status_code == 409  # its own origin reaches the route (training needs a Celery worker)
         hook = client.post("/api/v1/webhooks/github", content=b"{}", headers=evil)  # signed server-to-server
         assert hook.status_code == 503  # GitHub is not configured: the webhook route answered
+
+
+def test_a_browser_form_refused_as_another_sites_gets_a_page(client: TestClient) -> None:
+    """An engineer behind a proxy the service does not know sees why, and what to set; scripts keep JSON."""
+    browser = {"origin": "https://proxy.example", "accept": "text/html,application/xhtml+xml"}
+    page = client.post("/upload", files={"bundle": ("a.tgz", b"x" * 100)}, headers=browser)
+    assert page.status_code == 403 and page.headers["content-type"].startswith("text/html")
+    assert "proxy.example" in page.text and "VSANDX_PUBLIC_URL" in page.text and 'href="/"' in page.text
+    api = client.post("/api/v1/diagnoses", files={"bundle": ("a.tgz", b"x")}, headers=browser)
+    assert api.status_code == 403 and "proxy.example" in api.json()["detail"]  # the API answers JSON
+    assert client.get("/api/v1/diagnoses").json()["total"] == 0
