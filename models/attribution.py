@@ -22,23 +22,24 @@ peers, the cluster) stays as collected, so its influence on the verdict is in ne
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from models.base import KIND_LABELS, Diagnoser
-from models.cnn_train import Batch, collate, to_arrays
+from models.cnn_train import Batch, KindBatch, collate, to_arrays
 from models.features import UPLINK_CHECKS, feature_names
 from models.seeds import SeedStack
 from pipeline.channels import KIND_CHANNELS
 from pipeline.tensors import BundleTensors
 
 if TYPE_CHECKING:
-    from models.cnn import CNNDiagnoser
+    from models.cnn import ClusterCNN, CNNDiagnoser
 
 STEPS = 8  # trapezoid steps of the path integral: |delta| stays a few % of gain on trained networks
 
@@ -112,16 +113,7 @@ def integrated_gradients(
         f0 = kb.feat[peers].median(dim=0).values if peers.size else getattr(core, f"fmu_{kind}")
         inputs, baselines = (*inputs, kb.feat[i][None]), (*baselines, f0[None])  # (1, F) each
 
-    def log_prob(v: Tensor, f: Tensor | None = None) -> Tensor:
-        """(S,) the verdict's log-probability with the component's row replaced by v[s] (and f[s])."""
-        out = []
-        for s in range(v.shape[0]):  # one bundle per pass: the network pools over its components
-            values = torch.cat([kb.values[:i], v[s : s + 1], kb.values[i + 1 :]])
-            feat = kb.feat if f is None or kb.feat is None else torch.cat([kb.feat[:i], f[s : s + 1], kb.feat[i + 1 :]])
-            kinds = dict(batch.kinds) | {kind: dataclasses.replace(kb, values=values, feat=feat)}
-            logits = net(Batch(kinds, batch.n_bundles, batch.n_hosts))[kind][i]
-            out.append(torch.log_softmax(logits.double(), -1)[target])
-        return torch.stack(out)
+    log_prob = _row_log_prob(net, batch, kind, i, target)
 
     was_training = net.training
     net.eval()
@@ -139,6 +131,48 @@ def integrated_gradients(
     series = attrs[0][0].detach().double().cpu().numpy()
     features = attrs[1][0].detach().double().cpu().numpy() if len(attrs) > 1 else np.zeros(len(feature_names(kind)))
     return Attribution(component, kind, label, series, features, gain, float(delta.abs().max()))
+
+
+def _row_log_prob(net: nn.Module, batch: Batch, kind: str, i: int, target: int) -> Callable[..., Tensor]:
+    """f(v (S, C, T)[, feat (S, F)]) -> (S,) the verdict's log-probability with row i of `kind` replaced
+    by v[s] (and feat[s]). Everything else in the bundle stays as collected, so the other components'
+    embeddings are computed once and only row i is encoded again, S rows in one pass (a member with
+    peer inputs, whose rows depend on each other, encodes its kind whole per step)."""
+    members = cast(list["ClusterCNN"], list(net.members) if isinstance(net, SeedStack) else [net])
+    kb = batch.kinds[kind]
+    with torch.no_grad():
+        base = [{k: m.embed(k, batch) for k in m.kinds} for m in members]
+
+    def rows(v: Tensor) -> KindBatch:  # S copies of row i, with the values v
+        def rep(t: Tensor) -> Tensor:
+            return t[i : i + 1].expand(v.shape[0], *t.shape[1:])
+
+        return KindBatch(v, rep(kb.mask), rep(kb.valid), rep(kb.static), rep(kb.static_mask), rep(kb.bundle),
+                         rep(kb.host), rep(kb.target))  # fmt: skip
+
+    def spliced(a: Tensor, row: Tensor) -> Tensor:
+        return torch.cat([a[:i], row, a[i + 1 :]])
+
+    def log_prob(v: Tensor, f: Tensor | None = None) -> Tensor:
+        per_member = []
+        for m, emb in zip(members, base, strict=True):
+            own = None if m.peer_inputs else m.embed(kind, Batch({kind: rows(v)}, 1, 0))  # (S, W)
+            lps = []
+            for s in range(v.shape[0]):
+                feat = kb.feat if f is None or kb.feat is None else spliced(kb.feat, f[s : s + 1])
+                b = Batch(batch.kinds | {kind: dataclasses.replace(kb, feat=feat)}, batch.n_bundles, batch.n_hosts)
+                if own is None:  # peer inputs: the kind's rows read each other, so all are encoded again
+                    whole = dataclasses.replace(kb, values=spliced(kb.values, v[s : s + 1]))
+                    kind_emb = m.embed(kind, Batch(b.kinds | {kind: whole}, 1, batch.n_hosts))
+                else:
+                    kind_emb = spliced(emb[kind], own[s : s + 1])
+                logits = m.classify(b, emb | {kind: kind_emb})[kind][i]
+                lps.append(torch.log_softmax(logits.double(), -1))
+            per_member.append(torch.stack(lps))  # (S, L)
+        # a SeedStack answers the log of its members' mean probability (models.seeds)
+        return (torch.logsumexp(torch.stack(per_member), 0) - math.log(len(per_member)))[:, target]
+
+    return log_prob
 
 
 def feature_source(kind: str, name: str) -> str:

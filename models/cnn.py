@@ -128,10 +128,16 @@ class ClusterCNN(nn.Module):
         return (tot / cnt.clamp(min=1.0))[seg]
 
     def forward(self, b: Batch) -> dict[str, Tensor]:
-        emb: dict[str, Tensor] = {}
-        for k in self.kinds:
-            x, s = self._inputs(k, b)
-            emb[k] = self.encoders[k](x, b.kinds[k].valid, s)  # (N_k, W)
+        return self.classify(b, {k: self.embed(k, b) for k in self.kinds})
+
+    def embed(self, k: str, b: Batch) -> Tensor:
+        """(N_k, W) the kind's component embeddings. Without peer inputs each row depends on its own
+        inputs alone (GroupNorm is per sample), so a batch holding some rows embeds them alike."""
+        x, s = self._inputs(k, b)
+        return self.encoders[k](x, b.kinds[k].valid, s)
+
+    def classify(self, b: Batch, emb: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Per kind (N_k, n_labels) logits from every kind's embeddings (N_k, W): context and heads."""
         # Cluster vector: mean and max of every kind's embeddings within each bundle.
         pooled = {k: segment_mean_max(emb[k], b.kinds[k].bundle, b.n_bundles) for k in self.kinds}  # (B, W) x2
         cluster = F.gelu(self.cluster_mix(torch.cat([t for k in self.kinds for t in pooled[k]], -1)))  # (B, W)

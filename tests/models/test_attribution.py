@@ -119,3 +119,31 @@ def test_cnn_members_unwraps_calibration_and_ensembles(cnn: Diagnoser, lab: LabD
     assert [m for m, _ in got] == [cnn, cnn]
     assert [round(w, 3) for _, w in got] == [0.5, 0.25]
     assert cnn_members(rules) == []
+
+
+@pytest.mark.parametrize(("seeds", "peer_inputs"), [(1, False), (2, False), (1, True)])
+def test_the_row_forward_equals_the_whole_forward(lab: LabData, seeds: int, peer_inputs: bool) -> None:
+    """Integrated gradients re-encode only the attributed row: what it computes must be the network's
+    own answer for the bundle (one network, a seed stack, and peer inputs, which encode the kind whole)."""
+    import torch
+
+    from models.attribution import _row_log_prob
+    from models.cnn import ClusterCNN
+    from models.cnn_train import collate, to_arrays
+    from models.seeds import SeedStack
+
+    def one() -> ClusterCNN:
+        return ClusterCNN(16, 1, 3, 4, 0.0, peer_inputs=peer_inputs, features=True)
+
+    torch.manual_seed(0)
+    net = (one() if seeds == 1 else SeedStack(one, seeds, 0)).eval()
+    batch = collate([to_arrays(lab.X[0], features=True)])
+    with torch.no_grad():
+        whole = net(batch)
+        for kind in ("disk", "nic", "cluster"):
+            kb = batch.kinds[kind]
+            for i in (0, len(kb.values) - 1):
+                f = _row_log_prob(net, batch, kind, i, target=1)
+                got = f(kb.values[i][None], kb.feat[i][None] if kb.feat is not None else None)
+                want = torch.log_softmax(whole[kind][i].double(), -1)[1]
+                torch.testing.assert_close(got[0], want, rtol=1e-5, atol=1e-5)
