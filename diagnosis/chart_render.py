@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import io
 import math
+import statistics
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from html import escape
 from typing import TYPE_CHECKING
 
@@ -64,8 +66,11 @@ def hhmm(t: int, with_date: bool = False) -> str:
 
 
 def _values(panel: Panel) -> list[float]:
+    """What the value axis must show: the subject, the reference line, and the peers as drawn (their
+    quartiles where they are a band: a wild peer outside it does not stretch the axis)."""
     vals = [v for v in panel.subject if v is not None] + ([panel.ref] if panel.ref is not None else [])
-    vals += [v for row in panel.peers for v in row if v is not None]
+    rows = list(peer_stats(panel.peers)) if len(panel.peers) > MAX_PEER_LINES else panel.peers
+    vals += [v for row in rows for v in row if v is not None]
     return vals or [0.0]
 
 
@@ -81,7 +86,9 @@ def _path(xs: Sequence[float], ys: Sequence[float | None]) -> str:
     return "".join(out)
 
 
-def _peer_stats(peers: list[list[float | None]]) -> tuple[list[float | None], list[float | None], list[float | None]]:
+def peer_stats(peers: list[list[float | None]]) -> tuple[list[float | None], list[float | None], list[float | None]]:
+    """Per step, the peers' lower quartile, median and upper quartile: the band is their middle half, so
+    that one wild peer (a second faulty component) does not widen it until the subject hides inside."""
     lo: list[float | None] = []
     med: list[float | None] = []
     hi: list[float | None] = []
@@ -92,11 +99,19 @@ def _peer_stats(peers: list[list[float | None]]) -> tuple[list[float | None], li
             med.append(None)
             hi.append(None)
             continue
-        m = len(vals) // 2
-        lo.append(vals[0])
-        hi.append(vals[-1])
-        med.append(vals[m] if len(vals) % 2 else (vals[m - 1] + vals[m]) / 2)
+        # inclusive: interpolated between the samples, as numpy's default percentile
+        q1, q2, q3 = statistics.quantiles(vals, n=4, method="inclusive") if len(vals) > 1 else vals * 3
+        lo.append(q1)
+        med.append(q2)
+        hi.append(q3)
     return lo, med, hi
+
+
+def extent(chart: Chart) -> tuple[int, int]:
+    """(first, last) step with a sample in any panel: the time axis runs from the first to the last, not
+    over the stretch of the window where nothing was measured. (0, 0) for a chart without samples."""
+    seen = [i for p in chart.panels for row in (p.subject, *p.peers) for i, v in enumerate(row) if v is not None]
+    return (min(seen), max(seen)) if seen else (0, 0)
 
 
 def _band(xs: Sequence[float], lo: Sequence[float | None], hi: Sequence[float | None]) -> list[str]:
@@ -120,7 +135,8 @@ def _legend(chart: Chart, panel: Panel) -> tuple[list[str], int]:
     items = [(line.format(SUBJECT, 'stroke-width="2.5"'), panel.subject_label)]
     if len(panel.peers) > MAX_PEER_LINES:
         band = f'<rect x="0" y="-5" width="18" height="10" fill="{BAND}"/>'
-        items.append((band + line.format(PEER, 'stroke-dasharray="4 3"'), f"{panel.peer_label} ({len(panel.peers)})"))
+        items.append((band, f"{panel.peer_label} ({len(panel.peers)}), middle half"))
+        items.append((line.format(PEER, 'stroke-dasharray="4 3"'), "their median"))
     elif panel.peers:
         items.append((line.format(PEER, 'stroke-width="1"'), panel.peer_label))
     if panel.ref is not None:
@@ -140,7 +156,11 @@ def _legend(chart: Chart, panel: Panel) -> tuple[list[str], int]:
 
 
 def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
-    """One panel as a standalone <svg> element (uid keeps its ids unique on the page)."""
+    """One panel as a standalone <svg> element (uid keeps its ids unique on the page). The time axis spans
+    the chart's samples (`extent`), the same for every panel of the chart."""
+    a, b = extent(chart)
+    panel = replace(panel, subject=panel.subject[a : b + 1], peers=[row[a : b + 1] for row in panel.peers])
+    t0 = chart.time_of(a)
     n = len(panel.subject)
     legend, rows = _legend(chart, panel)
     top = TOP + 16 * (rows - 1)  # a second legend row takes from the plot, not from the page
@@ -178,8 +198,8 @@ def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
         out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{W - RIGHT}" y2="{y:.1f}" class="cg"/>')
         out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" class="ca">{fmt_value(v)}</text>')
     prev_day = None
-    for t in time_ticks(chart.start, span):
-        x = sx((t - chart.start) / chart.step_s)
+    for t in time_ticks(t0, span):
+        x = sx((t - t0) / chart.step_s)
         day = time.gmtime(t).tm_yday
         label = hhmm(t, with_date=prev_day is None or day != prev_day)
         prev_day = day
@@ -190,7 +210,7 @@ def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
     out.append(f'<rect x="{LEFT}" y="{top}" width="{pw}" height="{ph}" class="cf"/>')
     # peers
     if len(panel.peers) > MAX_PEER_LINES:
-        plo, pmed, phi = _peer_stats(panel.peers)
+        plo, pmed, phi = peer_stats(panel.peers)
         for poly in _band(xs, [None if v is None else sy(v) for v in plo], [None if v is None else sy(v) for v in phi]):
             out.append(f'<polygon points="{poly}" fill="{BAND}"/>')
         d = _path(xs, [None if v is None else sy(v) for v in pmed])
@@ -206,7 +226,7 @@ def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
     d = _path(xs, [None if v is None else sy(v) for v in panel.subject])
     out.append(f'<path class="subject" d="{d}" fill="none" stroke="{SUBJECT}" stroke-width="2"/>')
     if chart.onset is not None:
-        x = sx(chart.onset.step)
+        x = sx(min(max(chart.onset.step - a, 0), n - 1))  # an onset before the first sample: at the axis
         label = "before window" if chart.onset.at_start else "onset " + hhmm(chart.time_of(chart.onset.step))
         anchor = "start" if x < LEFT + pw * 0.75 else "end"
         dx = 4 if anchor == "start" else -4
@@ -263,12 +283,13 @@ def figure(chart: Chart) -> Figure:
     axes = fig.subplots(rows, cols, squeeze=False)
     n = len(chart.panels[0].subject) if chart.panels else 0
     ts = [datetime.fromtimestamp(chart.time_of(i), UTC) for i in range(n)]
+    first, last = extent(chart)  # the time axis spans the samples, without margins past them
     nan = float("nan")
     for ax, p in zip(axes.flat, chart.panels, strict=False):
         if len(p.peers) > MAX_PEER_LINES:
-            plo, pmed, phi = _peer_stats(p.peers)
+            plo, pmed, phi = peer_stats(p.peers)
             ax.fill_between(ts, [nan if v is None else v for v in plo], [nan if v is None else v for v in phi],
-                            color=BAND, label=_plain(f"{p.peer_label} (range)"))  # fmt: skip
+                            color=BAND, label=_plain(f"{p.peer_label}, middle half"))  # fmt: skip
             ax.plot(ts, [nan if v is None else v for v in pmed], color=PEER, ls="--", lw=1, label="peer median")
         else:
             for k, row in enumerate(p.peers):
@@ -281,6 +302,8 @@ def figure(chart: Chart) -> Figure:
             ax.axvline(ts[chart.onset.step], color=ONSET, ls="--", lw=1.5, label="onset")
         ax.set_title(_plain(p.title), fontsize=10, loc="left", **plain)
         ax.set_ylabel(_plain(p.unit, 30), fontsize=9, **plain)
+        if n and last > first:
+            ax.set_xlim(ts[first], ts[last])
         ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=UTC))
         ax.tick_params(labelsize=8)
         below = offset_copy(ax.transAxes, fig=fig, y=-16, units="points")  # under the time labels

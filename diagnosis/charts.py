@@ -9,9 +9,12 @@ engineer would open first, on the faulty component and, where the signature live
 components (the NIC's host for TCP retransmits, a disk's group for scheduler latency, every host for
 resync traffic).
 
-Peers are components of the same kind in the same role: the vSAN uplinks of the other hosts (the NIC
-carrying most of its host's traffic, else every other NIC), disks of the same tier (cache / capacity),
-the other disk groups, the other hosts. The cluster has no peers: its chart shows its own series.
+Peers are components of the same kind in the same role (diagnosis.series.peers_of, which the evidence
+uses too): the other hosts' vSAN uplinks, disks and disk groups of the same tier, the other hosts. The
+cluster has no peers: its chart shows its own series, with each host's as thin lines where it has them.
+
+A bundle without findings gets one chart, the cluster's overview (`overview`): its latency, throughput
+and IOPS, each host beside it, so that "healthy" can be checked by eye.
 
 Onset: `diagnosis.onset.estimate_onset` (its docstring says how), on the panels a spec marks, else the
 first panel whose series departs from its peers.
@@ -24,8 +27,8 @@ from typing import Any, Final
 
 import numpy as np
 
-from diagnosis.findings import decoded
 from diagnosis.onset import Onset, estimate_onset
+from diagnosis.series import decoded, display, peers_of
 from pipeline.channels import KIND_CHANNEL_DEFS, KIND_CHANNELS
 from pipeline.tensors import BundleTensors, KindTensors
 
@@ -88,6 +91,16 @@ SPECS: Final[dict[str, tuple[PanelSpec, ...]]] = {
         _P("domclient.latencyAvgWrite", "Guest write latency (cluster)"),
     ),
 }
+OVERVIEW: Final = "overview"  # the fault of a healthy bundle's one chart (no fault: the cluster's overview)
+# The overview's panels: the cluster's own DOM client view, each host's beside it.
+OVERVIEW_PANELS: Final = (
+    ("domclient.latencyAvgRead", "Read latency"),
+    ("domclient.latencyAvgWrite", "Write latency"),
+    ("domclient.throughputRead", "Read throughput"),
+    ("domclient.throughputWrite", "Write throughput"),
+    ("domclient.iopsRead", "Read IOPS"),
+    ("domclient.iopsWrite", "Write IOPS"),
+)
 PEER_NAMES: Final = {
     "nic": "vSAN uplinks of other hosts",
     "disk": "disks of the same tier",
@@ -120,40 +133,10 @@ class Chart:
 
     @property
     def title(self) -> str:
-        return f"{self.fault} on {self.component}"
+        return "Cluster overview" if self.fault == OVERVIEW else f"{self.fault} on {self.component}"
 
     def time_of(self, step: int) -> int:
         return self.start + step * self.step_s
-
-
-def display(unit: str) -> tuple[str, float]:
-    """Channel unit -> (unit shown on the axis, factor from the decoded value)."""
-    return {
-        "fraction": ("%", 100.0),
-        "fraction of 255": ("of 255", 255.0),
-        "percent": ("%", 1.0),
-        "1/s": ("/s", 1.0),
-        "events/step": ("events per step", 1.0),
-    }.get(unit, (unit, 1.0))
-
-
-def peers_of(bt: BundleTensors, kind: str, i: int) -> list[int]:
-    """Rows of the same kind and role as row i (see the module docstring)."""
-    kt = bt.kinds[kind]
-    n = len(kt.ids)
-    others = [j for j in range(n) if j != i]
-    if kind == "nic":
-        share = kt.static_names.index("traffic_share")
-        uplinks = set()
-        for h in set(kt.host_index.tolist()):
-            rows = [j for j in range(n) if kt.host_index[j] == h]
-            uplinks.add(max(rows, key=lambda j: float(kt.static[j, share])))
-        same = [j for j in others if j in uplinks]
-        return same or others
-    if kind == "disk":
-        c = kt.static_names.index("is_cache")
-        return [j for j in others if kt.static[j, c] == kt.static[i, c]] or others
-    return others
 
 
 def _rows(series: np.ndarray, rows: list[int], factor: float) -> list[list[float | None]]:
@@ -234,11 +217,33 @@ def chart_for(bt: BundleTensors, component: str, fault: str) -> Chart | None:
     return Chart(component, fault, bt.start, bt.step_s, [p for _, (p, _, _) in built], onset)
 
 
+def overview(bt: BundleTensors) -> Chart | None:
+    """The cluster's latency, throughput and IOPS (DOM client, as the guests see them), each host's as
+    thin lines beside it; None when the bundle has none of them."""
+    if not bt.kinds["cluster"].ids:
+        return None
+    cluster, hosts = bt.kinds["cluster"], bt.kinds["host"]
+    panels = []
+    for channel, title in OVERVIEW_PANELS:
+        x = decoded(cluster, channel)[0]
+        if np.isnan(x).all():
+            continue
+        unit, factor = display(KIND_CHANNEL_DEFS["cluster"][KIND_CHANNELS["cluster"].index(channel)].unit)
+        per_host = decoded(hosts, channel) if channel in KIND_CHANNELS["host"] else np.empty((0, bt.T))
+        rows = [j for j in range(per_host.shape[0]) if not np.isnan(per_host[j]).all()]
+        panels.append(Panel(title, channel, unit, "cluster", _rows(x[None], [0], factor)[0],
+                            "each host" if rows else "", _rows(per_host, rows, factor)))  # fmt: skip
+    return Chart(cluster.ids[0], OVERVIEW, bt.start, bt.step_s, panels, None) if panels else None
+
+
 def charts_for(bt: BundleTensors, diagnosis: dict[str, Any]) -> list[Chart]:
     """One chart per finding of the diagnosis document, in its order; findings whose channels have
-    no data in this bundle get none."""
+    no data in this bundle get none. A document without findings gets the cluster's overview."""
+    found = diagnosis.get("findings", [])
+    if not found:
+        return [c] if (c := overview(bt)) is not None else []
     out = []
-    for f in diagnosis.get("findings", []):
+    for f in found:
         ch = chart_for(bt, str(f.get("component", "")), str(f.get("fault", "")))
         if ch is not None:
             out.append(ch)

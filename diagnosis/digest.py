@@ -110,6 +110,42 @@ def _chart_of(f: Mapping[str, Any], charts: Sequence[FindingChart]) -> FindingCh
     return next((c for c in charts if (c.component, c.fault) == key), None)
 
 
+MAX_REPORT_LINES = 6  # cited log lines a comment or an email shows per finding (the page shows them all)
+
+
+def _entries(f: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
+    return [x for x in f.get(key) or [] if isinstance(x, Mapping)]
+
+
+def onset_sentence(f: Mapping[str, Any], chart: FindingChart | None) -> str | None:
+    """The finding's onset in words: the document's (`onset.words`), else its chart's (documents made
+    before the onset was in them); None when neither says."""
+    onset = f.get("onset")
+    if isinstance(onset, Mapping) and onset.get("words"):
+        return f"Onset: {onset.get('words')}"
+    return chart.onset if chart is not None else None
+
+
+def sample_text(s: Mapping[str, Any]) -> str:
+    """A worst sample in words: "pnic.rxThroughput of nic:esx-02/vmnic1: 129 MB/s at 2026-03-02T10:40:00Z"."""
+    try:
+        value = f"{float(s.get('value')):.4g}"  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = "?"
+    return f"{s.get('metric')} of {s.get('entity')}: {value} {s.get('unit', '')} at {s.get('time')}"
+
+
+def line_ref(c: Mapping[str, Any]) -> str:
+    """Where a cited line is: "esx-…/var/run/log/vmkernel.log, line 74 (deteriorated)"."""
+    return f"{c.get('file')}, line {c.get('line')} ({c.get('event')})"
+
+
+def _cited(f: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], int]:
+    """The cited lines a report shows, and how many more the page has."""
+    got = _entries(f, "cited_lines")
+    return got[:MAX_REPORT_LINES], max(0, len(got) - MAX_REPORT_LINES)
+
+
 def _verdict_counts(doc: Mapping[str, Any]) -> str:
     comps = [c for c in doc.get("components") or [] if isinstance(c, Mapping)]
     faulty = sum(1 for c in comps if c.get("verdict") not in (None, "none"))
@@ -135,12 +171,23 @@ def text_report(doc: Mapping[str, Any], url: str | None, chart_note: str | None 
         if evidence:
             lines.append("   Evidence:")
             lines += [f"   - {e}" for e in evidence]
+        chart = _chart_of(f, charts)
+        if onset := onset_sentence(f, chart):
+            lines.append(f"   {onset}")
+        if samples := _entries(f, "series"):
+            lines.append("   Worst samples:")
+            lines += [f"   - {sample_text(x)}" for x in samples]
+        cited, more = _cited(f)
+        if cited:
+            lines.append("   Log lines:")
+            for c in cited:
+                lines += [f"   - {line_ref(c)}", f"     {c.get('text')}"]
+            if more:
+                lines.append(f"   ({more} more on the diagnosis page)")
         if f.get("recommendation"):
             lines.append(f"   What to do: {f.get('recommendation')}")
-        if chart := _chart_of(f, charts):
-            lines.append(f"   {chart.onset}")
-            if chart.href:
-                lines.append(f"   Chart: {chart.href}")
+        if chart and chart.href:
+            lines.append(f"   Chart: {chart.href}")
     if review := review_of(doc):
         lines += ["", f"Needs review (not findings): {_review_note(doc)}"]
         for r in review:
@@ -186,10 +233,21 @@ def html_report(doc: Mapping[str, Any], url: str | None, charts: Sequence[Findin
         evidence = [x for x in f.get("evidence") or [] if x]
         if evidence:
             out.append("<p><b>Evidence</b></p>" + _li(evidence))
+        chart = _chart_of(f, charts)
+        if onset := onset_sentence(f, chart):
+            out.append(f'<p style="color:#555">{e(clean(onset))}</p>')
+        if samples := _entries(f, "series"):
+            out.append("<p><b>Worst samples</b></p>" + _li([sample_text(x) for x in samples]))
+        cited, more = _cited(f)
+        if cited:
+            out.append("<p><b>Log lines</b></p><ul>")
+            for c in cited:
+                out.append(f"<li>{e(clean(line_ref(c)))}<br><code style=\"font-size:12px;word-break:break-all\">"
+                           f"{e(clean(c.get('text')))}</code></li>")  # fmt: skip
+            out.append("</ul>" + (f'<p style="color:#555">{more} more on the diagnosis page.</p>' if more else ""))
         if f.get("recommendation"):
             out.append(f"<p><b>What to do:</b> {e(clean(f.get('recommendation')))}</p>")
-        if chart := _chart_of(f, charts):
-            out.append(f'<p style="color:#555">{e(clean(chart.onset))}</p>')
+        if chart:
             if chart.cid:
                 out.append(f'<p><img src="cid:{e(chart.cid)}" alt="{e(clean(chart.title))}" '
                            'style="max-width:100%"></p>')  # fmt: skip

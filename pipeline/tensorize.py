@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.channels import KIND_STATIC
+from pipeline.citations import cite
 from pipeline.config import PipelineConfig
 from pipeline.errors import NoPerfData
 from pipeline.fill import KindFill, esxtop_channels, event_channels, host_events, vm_aggregates
@@ -136,6 +137,7 @@ def tensorize(pb: ParsedBundle, topo: Topology, cfg: PipelineConfig) -> BundleTe
         kinds=kinds_out,
         missing=tuple(missing),
         warnings=tuple([*pb.read.warnings, *pb.warnings, *topo.warnings, *topo.unattached]),
+        citations=cite(topo, evs),
     )
 
 

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
 from pipeline.channels import KIND_CHANNEL_DEFS, KIND_CHANNELS, KIND_STATIC
+
+if TYPE_CHECKING:
+    from pipeline.citations import Citation
 
 # Bump on any change to channels, static features, units or scaling: cached tensors key on it.
 # 2: nic ev.link_down/ev.link_up also count vobd's link VOBs (one per transition, covered where vobd or
@@ -63,6 +66,10 @@ class BundleTensors:
     missing: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()
     timing_ms: dict[str, float] = field(default_factory=dict)
+    # component id -> the log lines behind its event channels (pipeline.citations), for findings to cite.
+    # Beside the tensors, not in them: no model reads it, the dataset cache does not store it (a tensor
+    # loaded from the cache has none), and it is bounded (a few lines per component and event kind).
+    citations: dict[str, tuple[Citation, ...]] = field(default_factory=dict)
 
     @property
     def context(self) -> np.ndarray:

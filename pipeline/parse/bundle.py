@@ -165,7 +165,7 @@ class _Collector:
                 return
             cfg = self.cfg
             lines = BoundedLines(m.open(), cfg.max_line_bytes, cfg.max_log_bytes)
-            lf = logs.parse_log(lines, src, self.events, folder.path if folder is not None else m.path)
+            lf = logs.parse_log(lines, src, self.events, folder.path if folder is not None else m.path, m.path)
             for w in lines.warnings(m.path, "max_log_bytes"):
                 self.out.warn(w)
             if lf.dropped:

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
 from pipeline.parse.linkvob import LinkTracker
+from pipeline.parse.logcite import CITE_TOTAL, Citer
+from pipeline.parse.textio import BoundedLines
 
 _TS: Final = re.compile(rb"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?Z")
 _SCSI: Final = re.compile(
@@ -79,6 +81,9 @@ class LogEvent(NamedTuple):
 class LogFile:
     source: str  # vmkernel, vmkwarning, vobd, other
     events: list[LogEvent] = field(default_factory=list)
+    path: str = ""  # the file inside the upload (a rotated `.N.gz` one: its lines once decompressed)
+    # event -> (1-based line number in the file, the line cut to CITE_CHARS): the lines a finding cites
+    cited: dict[LogEvent, tuple[int, str]] = field(default_factory=dict)
     lines: int = 0
     untimed: int = 0
     first: float | None = None
@@ -90,10 +95,12 @@ class EventBudget:
     """Events kept for one bundle: at most `per_key` per component and kind (the device, vmnic or
     UUID an event names, within one host folder) and `total` in all; the rest are only counted."""
 
-    def __init__(self, per_key: int = 20_000, total: int = 500_000) -> None:
+    def __init__(self, per_key: int = 20_000, total: int = 500_000, cite_total: int = CITE_TOTAL) -> None:
         self.per_key = per_key
         self.total = total
         self.kept = 0
+        self.cite_total = cite_total  # lines kept to cite, over the bundle (LogFile.cited)
+        self.cites = 0
         self._counts: dict[tuple[str, str, str | None, str | None, str | None], int] = {}
 
     def admit(self, scope: str, ev: LogEvent) -> bool:
@@ -245,19 +252,28 @@ def vob_event(t: float, text: str) -> LogEvent | None:
     )
 
 
-def parse_log(lines: Iterable[bytes], source: str, budget: EventBudget | None = None, scope: str = "") -> LogFile:
+def parse_log(
+    lines: Iterable[bytes], source: str, budget: EventBudget | None = None, scope: str = "", path: str = ""
+) -> LogFile:
     """Lines must already be bounded in length (textio.BoundedLines): every regex here is linear, but
     a line's cost is still its length. A network VOB that changes its vmnic's link state adds a link
-    event (linkvob.LinkTracker) after its VOB event."""
-    out = LogFile(source)
+    event (linkvob.LinkTracker) after its VOB event. `path`: the file inside the upload, which the
+    lines kept to cite (LogFile.cited, numbered from 1 as the file's lines) are quoted from."""
+    out = LogFile(source, path=path)
     links = LinkTracker()
     budget = budget or EventBudget()
+    citer = Citer(out, budget)
+    # BoundedLines skips over-long lines unread: the line number counts them (each was skipped before
+    # the line after it is handed out, so at every line its count is those skipped above it)
+    skipped = (lambda: lines.long_lines) if isinstance(lines, BoundedLines) else (lambda: 0)
+    handed = 0
     vobd = source == "vobd"
     # What a line means does not depend on its timestamp (always ending in "Z"): repeated messages
     # (a flapping link, a failing device: the lines an attack repeats too) are matched once. Nor on its
     # vmkernel prefix (cpu, world, opID): a message is matched once whichever world logged it.
     memo: dict[bytes, LogEvent | None] = {}
     for raw in lines:
+        handed += 1
         if not raw or raw.isspace():
             continue
         out.lines += 1
@@ -291,6 +307,7 @@ def parse_log(lines: Iterable[bytes], source: str, budget: EventBudget | None = 
         for e in (ev,) if link is None else (ev, link):
             if budget.admit(scope, e):
                 out.events.append(e)
+                citer.keep(e, handed + skipped(), raw)
             else:
                 out.dropped += 1
     return out

@@ -17,6 +17,7 @@ from markupsafe import Markup
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+from diagnosis.charts import OVERVIEW
 from service.api.markdown_lite import render
 from service.schemas import MAX_INT, DiagnosisResource, FeedbackIn, RetrainOut
 from service.store import chart_store, diagnosis_store, feedback
@@ -52,13 +53,28 @@ def fault_title(fault: str) -> str:
 def charts_of(res: DiagnosisResource, settings: ServiceSettings) -> tuple[list[StoredChart], str | None]:
     """The charts stored with a finished diagnosis (service.store.chart_store), or why there are none."""
     doc = res.diagnosis or {}
-    if not doc.get("findings"):
-        return [], None
     key = chart_store.key_of(doc)
     stored = chart_store.load(settings, key) if key else None
-    if stored is None:
-        return [], "No charts were stored with this diagnosis (charts are drawn when a diagnosis is made)."
+    if stored is None:  # a healthy diagnosis without its overview chart (made before there was one): no note
+        note = "No charts were stored with this diagnosis (charts are drawn when a diagnosis is made)."
+        return [], note if doc.get("findings") else None
     return stored, None
+
+
+def _number(v: object) -> str:
+    """A worst sample's value to 4 significant digits (the document keeps 6 decimals); "?" if not a number."""
+    try:
+        return f"{float(v):.4g}"  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "?"
+
+
+def _onset_text(f: Mapping[str, Any], chart: StoredChart | None) -> str | None:
+    """The onset in words: the document's (`onset.words`), else the stored chart's (older documents)."""
+    onset = f.get("onset")
+    if isinstance(onset, Mapping) and onset.get("words"):
+        return f"Onset: {onset['words']}"
+    return chart.onset if chart else None
 
 
 def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any] | None:
@@ -78,9 +94,15 @@ def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any
                 "kind": str(f.get("component", "")).split(":", 1)[0],
                 "svgs": [Markup(s) for s in chart.svgs] if chart else [],  # drawn by chart_render: escaped
                 "png": f"/diagnoses/{res.id}/charts/{k}.png" if chart else None,
-                "onset": chart.onset if chart else None,
+                "onset_text": _onset_text(f, chart),
+                "cited_lines": [c for c in f.get("cited_lines") or [] if isinstance(c, Mapping)],
+                "series": [
+                    {**x, "shown": _number(x.get("value"))} for x in f.get("series") or [] if isinstance(x, Mapping)
+                ],
             }
         )
+    # a healthy bundle's one chart: the cluster's overview (diagnosis.charts.overview)
+    overview = next(((k, c) for k, c in enumerate(charts) if c.fault == OVERVIEW and not findings), None)
     groups = []
     comps = doc.get("components", [])
     for kind in COMPONENT_KINDS:
@@ -102,6 +124,12 @@ def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any
         # hosts with a support bundle / esxtop (documents made before it have none: nothing is shown)
         "coverage": doc.get("coverage") if isinstance(doc.get("coverage"), dict) else None,
         "findings": findings,
+        "overview": {
+            "svgs": [Markup(x) for x in overview[1].svgs],
+            "png": f"/diagnoses/{res.id}/charts/{overview[0]}.png",
+        }
+        if overview
+        else None,
         # components the model cannot settle on one label for (conformal sets): shown apart from findings
         "review": [r for r in doc.get("review") or [] if isinstance(r, dict)],
         "groups": groups,

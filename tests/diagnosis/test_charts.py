@@ -14,8 +14,8 @@ import pytest
 
 from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
-from diagnosis.chart_render import chart_png, chart_svgs, nice_ticks, time_ticks
-from diagnosis.charts import SPECS, chart_for, charts_for, peers_of
+from diagnosis.chart_render import RIGHT, W, chart_png, chart_svgs, extent, figure, nice_ticks, peer_stats, time_ticks
+from diagnosis.charts import OVERVIEW, SPECS, Chart, Panel, chart_for, charts_for, peers_of
 from diagnosis.onset import Onset, estimate_onset
 from pipeline.api import load_bundle
 from pipeline.tensors import BundleTensors
@@ -124,7 +124,23 @@ def test_charts_follow_the_findings(by_fault: dict[str, tuple[BundleTensors, dic
     got = charts_for(bt, doc)
     expected = [(host, "host.cpu_contention"), (truth["component"], "disk.latency")]
     assert [(c.component, c.fault) for c in got] == expected
-    assert charts_for(bt, {"findings": []}) == []
+
+
+def test_a_healthy_bundle_gets_the_clusters_overview(
+    by_fault: dict[str, tuple[BundleTensors, dict[str, object]]],
+) -> None:
+    """No finding: one chart, the cluster's latency and throughput (each host beside it), so that an
+    engineer can confirm "healthy" by eye."""
+    bt, _ = by_fault["disk.latency"]
+    (chart,) = charts_for(bt, {"findings": []})
+    assert (chart.component, chart.fault, chart.onset, chart.title) == ("cluster", OVERVIEW, None, "Cluster overview")
+    channels = [p.channel for p in chart.panels]
+    for want in ("domclient.latencyAvgRead", "domclient.latencyAvgWrite", "domclient.throughputRead"):
+        assert want in channels
+    for p in chart.panels:
+        assert p.subject_label == "cluster" and any(v is not None for v in p.subject)
+        assert len(p.peers) == len(bt.hosts) and p.peer_label == "each host"
+    assert chart_svgs(chart, "o") and chart_png(chart)[:4] == b"\x89PNG"
 
 
 def test_svg_stands_alone_and_escapes_bundle_text() -> None:
@@ -189,3 +205,48 @@ def test_axis_ticks() -> None:
     ticks = time_ticks(1_700_000_000, 7200)
     assert 4 <= len(ticks) <= 8 and all(t % 600 == 0 for t in ticks)
     assert ticks[0] >= 1_700_000_000 and ticks[-1] <= 1_700_007_200
+
+
+def test_the_band_is_the_peers_middle_half() -> None:
+    """Many peers are drawn as their interquartile range and median: one wild peer (a second faulty
+    component) neither widens the band nor stretches the value axis until the subject hides inside."""
+    calm: list[list[float | None]] = [[1.0 + 0.1 * k] * 5 for k in range(8)]  # 1.0 … 1.7
+    lo, med, hi = peer_stats(calm)
+    assert lo[0] == pytest.approx(1.175) and med[0] == pytest.approx(1.35) and hi[0] == pytest.approx(1.525)
+    wild: list[list[float | None]] = [*calm, [1000.0] * 5]
+    lo2, _, hi2 = peer_stats(wild)
+    assert lo2[0] == pytest.approx(1.2) and hi2[0] == pytest.approx(1.6)  # the quartiles of 9, not 1000
+    assert peer_stats([[None, 2.0], [None, 4.0]]) == ([None, 2.5], [None, 3.0], [None, 3.5])
+    subject: list[float | None] = [5.0] * 5
+    chart = Chart("disk:d", "disk.latency", 1_700_000_000, 20, [Panel("lat", "c", "ms", "d", subject, "peers", wild)],
+                  None)  # fmt: skip
+    (svg,) = chart_svgs(chart, "w")
+    root = ET.fromstring(svg)
+    ticks = [t.text or "" for t in root.iter(f"{SVG}text") if t.get("class") == "ca" and ":" not in (t.text or "")]
+    assert ticks and max(float(t) for t in ticks) <= 10  # the axis is the subject's and the band's, not 1000's
+    assert len(root.findall(f"{SVG}polygon")) == 1
+
+
+def test_time_axis_ends_where_the_data_ends() -> None:
+    """A chart whose samples stop before the window's end (a capture cut short) draws its time axis to
+    the last sample: the series reach the plot's right edge, no time label lies past the last sample."""
+    n, last = 100, 59
+    subject: list[float | None] = [float(i % 5) if i <= last else None for i in range(n)]
+    peers = [[1.0 if i <= last - 10 else None for i in range(n)]]
+    start, step = 1_700_000_000, 60
+    panel = Panel("loss", "c", "%", "vmnic1", subject, "p", peers)
+    chart = Chart("nic:h/vmnic1", "net.packet_loss", start, step, [panel], None)
+    assert extent(chart) == (0, last)
+    (svg,) = chart_svgs(chart, "x")
+    root = ET.fromstring(svg)
+    path = next(e for e in root.iter(f"{SVG}path") if e.get("class") == "subject").get("d", "")
+    assert float(path.rsplit("L", 1)[1].split(",")[0]) == pytest.approx(W - RIGHT, abs=0.1)
+    labels = [t.text or "" for t in root.iter(f"{SVG}text") if t.get("class") == "ca" and ":" in (t.text or "")]
+    end = time.strftime("%H:%M", time.gmtime(start + last * step))
+    assert labels and max(lb[-5:] for lb in labels) <= end
+    ax = figure(chart).axes[0]
+    import matplotlib.dates as mdates
+
+    lo, hi = ax.get_xlim()
+    assert mdates.num2date(hi).timestamp() == pytest.approx(start + last * step)
+    assert mdates.num2date(lo).timestamp() == pytest.approx(start)
