@@ -1,4 +1,5 @@
-"""Draw `diagnosis.charts.Chart`s: inline SVG for the web UI (no script, nothing fetched), PNG for reports.
+"""Draw `diagnosis.charts.Chart`s as inline SVG for the web UI (no script, nothing fetched); the PNG for
+reports and downloads is diagnosis.chart_png's.
 
 One SVG per panel, each standing alone: title, legend, axes with units, UTC time labels, the onset
 line, and an accessible <title>/<desc>. Everything that comes from a bundle is escaped.
@@ -6,25 +7,20 @@ line, and an accessible <title>/<desc>. Everything that comes from a bundle is e
 
 from __future__ import annotations
 
-import io
 import math
 import statistics
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from html import escape
-from typing import TYPE_CHECKING
 
 from diagnosis.charts import Chart, Panel
-
-if TYPE_CHECKING:
-    from matplotlib.figure import Figure
 
 W, H = 560, 250
 LEFT, RIGHT, TOP, BOTTOM = 62, 14, 48, 36
 SUBJECT, PEER, BAND, ONSET, REF = "#c0392b", "#6b7280", "#d9dde3", "#1d4ed8", "#b7791f"
 MAX_PEER_LINES = 6  # beyond this, peers are drawn as their range and median
+DRIVE, DRIVE_ALPHA = "#f59e0b", 0.18  # the span of time that drove the verdict, shaded behind the data
 
 
 def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -143,6 +139,9 @@ def _legend(chart: Chart, panel: Panel) -> tuple[list[str], int]:
         items.append((line.format(REF, 'stroke-width="1.5" stroke-dasharray="2 2"'), panel.ref_label))
     if chart.onset is not None:
         items.append((f'<line x1="9" y1="-6" x2="9" y2="6" stroke="{ONSET}" stroke-width="2"/>', "onset"))
+    if chart.span is not None:
+        items.append((f'<rect x="0" y="-5" width="18" height="10" fill="{DRIVE}" opacity="{DRIVE_ALPHA}"/>',
+                      "what drove the verdict"))  # fmt: skip
     out, lx, ly, rows = [], float(LEFT - 54), 34, 1
     for sym, label in items:
         short = label if len(label) <= 44 else label[:43] + "…"
@@ -208,6 +207,10 @@ def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
         out.append(f'<text x="{x:.1f}" y="{top + ph + 16}" text-anchor="{anchor}" class="ca">{label}</text>')
     out.append(f'<text x="{W - RIGHT}" y="{H - 4}" text-anchor="end" class="cu">time (UTC)</text>')
     out.append(f'<rect x="{LEFT}" y="{top}" width="{pw}" height="{ph}" class="cf"/>')
+    if chart.span is not None and chart.span[1] - 1 >= a and chart.span[0] <= b:  # the steps that drove it
+        x0, x1 = sx(max(chart.span[0] - a, 0)), sx(min(chart.span[1] - 1 - a, n - 1))
+        out.append(f'<rect class="drivers-span" x="{x0:.1f}" y="{top}" width="{max(x1 - x0, 2.0):.1f}" '
+                   f'height="{ph}" fill="{DRIVE}" opacity="{DRIVE_ALPHA}"/>')  # fmt: skip
     # peers
     if len(panel.peers) > MAX_PEER_LINES:
         plo, pmed, phi = peer_stats(panel.peers)
@@ -239,81 +242,3 @@ def panel_svg(chart: Chart, panel: Panel, uid: str) -> str:
 
 def chart_svgs(chart: Chart, uid: str) -> list[str]:
     return [panel_svg(chart, p, f"{uid}-{k}") for k, p in enumerate(chart.panels)]
-
-
-def _plain(text: str, limit: int = 60) -> str:
-    """A bundle's name as a PNG label: one line, cut to `limit` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def chart_png(chart: Chart, dpi: int = 100) -> bytes:
-    """The same chart as one PNG (panels two by two), for reports sent by email and the UI's download.
-
-    Names from the bundle are data, never markup: every text is drawn with mathtext parsing and TeX off,
-    whatever matplotlibrc says (a device named `$a^{$` would otherwise be parsed as math, and fail the
-    whole chart). Drawn with matplotlib's object API on its own Agg canvas: no pyplot state."""
-    import matplotlib
-
-    # rcParams are global: the lock keeps two threads' charts (and their restore) from interleaving
-    with _PNG_LOCK, matplotlib.rc_context({"text.usetex": False, "text.parse_math": False}):
-        buf = io.BytesIO()
-        figure(chart).savefig(buf, format="png", dpi=dpi)
-        return buf.getvalue()
-
-
-_PNG_LOCK = threading.Lock()
-
-
-def figure(chart: Chart) -> Figure:
-    """The PNG's matplotlib Figure (panels two by two). Each panel's legend sits below its axes, under
-    the time labels, never over the data; the constrained layout makes room for it."""
-    from datetime import UTC, datetime
-
-    import matplotlib.dates as mdates
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-    from matplotlib.transforms import offset_copy
-
-    plain = {"parse_math": False, "usetex": False}  # and so for every text made here, tick labels included
-    cols = 2 if len(chart.panels) > 1 else 1
-    rows = -(-len(chart.panels) // cols)
-    fig = Figure(figsize=(5.6 * cols, 3.5 * rows), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(rows, cols, squeeze=False)
-    n = len(chart.panels[0].subject) if chart.panels else 0
-    ts = [datetime.fromtimestamp(chart.time_of(i), UTC) for i in range(n)]
-    first, last = extent(chart)  # the time axis spans the samples, without margins past them
-    nan = float("nan")
-    for ax, p in zip(axes.flat, chart.panels, strict=False):
-        if len(p.peers) > MAX_PEER_LINES:
-            plo, pmed, phi = peer_stats(p.peers)
-            ax.fill_between(ts, [nan if v is None else v for v in plo], [nan if v is None else v for v in phi],
-                            color=BAND, label=_plain(f"{p.peer_label}, middle half"))  # fmt: skip
-            ax.plot(ts, [nan if v is None else v for v in pmed], color=PEER, ls="--", lw=1, label="peer median")
-        else:
-            for k, row in enumerate(p.peers):
-                ax.plot(ts, [nan if v is None else v for v in row], color=PEER, lw=0.8, alpha=0.7,
-                        label=_plain(p.peer_label) if k == 0 else None)  # fmt: skip
-        ax.plot(ts, [nan if v is None else v for v in p.subject], color=SUBJECT, lw=1.8, label=_plain(p.subject_label))
-        if p.ref is not None:
-            ax.axhline(p.ref, color=REF, ls=":", lw=1.5, label=_plain(p.ref_label))
-        if chart.onset is not None:
-            ax.axvline(ts[chart.onset.step], color=ONSET, ls="--", lw=1.5, label="onset")
-        ax.set_title(_plain(p.title), fontsize=10, loc="left", **plain)
-        ax.set_ylabel(_plain(p.unit, 30), fontsize=9, **plain)
-        if n and last > first:
-            ax.set_xlim(ts[first], ts[last])
-        ax.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M", tz=UTC))
-        ax.tick_params(labelsize=8)
-        below = offset_copy(ax.transAxes, fig=fig, y=-16, units="points")  # under the time labels
-        legend = ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(0, 0), bbox_transform=below, ncols=2,
-                           frameon=False, borderaxespad=0, handlelength=1.8, columnspacing=1.2)  # fmt: skip
-        for text in legend.get_texts():
-            text.set_parse_math(False)
-            text.set_usetex(False)
-        ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(chart.panels) :]:
-        ax.set_visible(False)
-    fig.suptitle(_plain(f"{chart.title} (time in UTC)", 120), fontsize=11, **plain)
-    return fig

@@ -22,6 +22,9 @@ first panel whose series departs from its peers.
 
 from __future__ import annotations
 
+import calendar
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -130,6 +133,7 @@ class Chart:
     step_s: int
     panels: list[Panel]
     onset: Onset | None
+    span: tuple[int, int] | None = None  # [first, end) steps that drove the verdict (diagnosis.drivers)
 
     @property
     def title(self) -> str:
@@ -246,5 +250,15 @@ def charts_for(bt: BundleTensors, diagnosis: dict[str, Any]) -> list[Chart]:
     for f in found:
         ch = chart_for(bt, str(f.get("component", "")), str(f.get("fault", "")))
         if ch is not None:
+            ch.span = _steps(bt, (f.get("drivers") or {}).get("span"))
             out.append(ch)
     return out
+
+
+def _steps(bt: BundleTensors, span: Mapping[str, str] | None) -> tuple[int, int] | None:
+    """A drivers span's ISO times as [first, end) steps of the bundle's grid (None: no span)."""
+    if not span:
+        return None
+    a, b = (calendar.timegm(time.strptime(span[k], "%Y-%m-%dT%H:%M:%SZ")) for k in ("start", "end"))
+    first, end = max(0, (a - bt.start) // bt.step_s), min(bt.T, -(-(b - bt.start) // bt.step_s))
+    return (first, end) if end > first else None

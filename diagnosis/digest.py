@@ -146,6 +146,23 @@ def _cited(f: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], int]:
     return got[:MAX_REPORT_LINES], max(0, len(got) - MAX_REPORT_LINES)
 
 
+def drivers_sentence(d: object) -> str | None:
+    """One sentence for a finding's drivers: "Decided by ev.scsi_fail_host (19 %), disk.latencyDevWrite
+    (13 %) ..., mostly between 06:05 and 06:45 UTC." (None without drivers)."""
+    if not isinstance(d, Mapping) or not d.get("sources"):
+        return None
+    named = ", ".join(f"{s['source']} ({100 * s['share']:.0f} %)" for s in d["sources"][:3])
+    text = f"What drove it: {named}"
+    sp = d.get("span")
+    if sp:
+        a, b = sp["start"], sp["end"]
+        if a[:10] == b[:10]:
+            text += f", mostly between {a[11:16]} and {b[11:16]} UTC on {a[:10]}"
+        else:
+            text += f", mostly between {a[:16].replace('T', ' ')} and {b[:16].replace('T', ' ')} UTC"
+    return text + "."
+
+
 def _verdict_counts(doc: Mapping[str, Any]) -> str:
     comps = [c for c in doc.get("components") or [] if isinstance(c, Mapping)]
     faulty = sum(1 for c in comps if c.get("verdict") not in (None, "none"))
@@ -174,6 +191,8 @@ def text_report(doc: Mapping[str, Any], url: str | None, chart_note: str | None 
         chart = _chart_of(f, charts)
         if onset := onset_sentence(f, chart):
             lines.append(f"   {onset}")
+        if drove := drivers_sentence(f.get("drivers")):
+            lines.append(f"   {drove}")
         if samples := _entries(f, "series"):
             lines.append("   Worst samples:")
             lines += [f"   - {sample_text(x)}" for x in samples]
@@ -236,6 +255,8 @@ def html_report(doc: Mapping[str, Any], url: str | None, charts: Sequence[Findin
         chart = _chart_of(f, charts)
         if onset := onset_sentence(f, chart):
             out.append(f'<p style="color:#555">{e(clean(onset))}</p>')
+        if drove := drivers_sentence(f.get("drivers")):
+            out.append(f'<p style="color:#555">{e(clean(drove))}</p>')
         if samples := _entries(f, "series"):
             out.append("<p><b>Worst samples</b></p>" + _li([sample_text(x) for x in samples]))
         cited, more = _cited(f)

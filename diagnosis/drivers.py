@@ -12,6 +12,7 @@ None for a model without CNNs (the expert rules and the baselines say why in the
 for a finding none of whose members believes its verdict more than for a peer-like component (gain
 <= 0: the verdict came from elsewhere in the ensemble, nothing here to show). The cluster has no peers:
 its baseline is the training mean, and its series rarely localise a period, so it gets no span.
+diagnosis.digest.drivers_sentence says a finding's drivers in words (without importing torch).
 """
 
 from __future__ import annotations
@@ -73,20 +74,3 @@ def drivers(
         if window is None
         else {"start": _iso(bt.start + window[0] * bt.step_s), "end": _iso(bt.start + window[1] * bt.step_s)},
     }
-
-
-def words(d: dict[str, Any] | None) -> str | None:
-    """One sentence for a finding's drivers: "Decided by ev.scsi_fail_host (19 %), disk.latencyDevWrite
-    (13 %) ..., mostly between 06:05 and 06:45 UTC." (None without drivers)."""
-    if not d or not d.get("sources"):
-        return None
-    named = ", ".join(f"{s['source']} ({100 * s['share']:.0f} %)" for s in d["sources"][:3])
-    text = f"What drove it: {named}"
-    sp = d.get("span")
-    if sp:
-        a, b = sp["start"], sp["end"]
-        if a[:10] == b[:10]:
-            text += f", mostly between {a[11:16]} and {b[11:16]} UTC on {a[:10]}"
-        else:
-            text += f", mostly between {a[:16].replace('T', ' ')} and {b[:16].replace('T', ' ')} UTC"
-    return text + "."

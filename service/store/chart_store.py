@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from diagnosis.chart_render import chart_png, chart_svgs
+from diagnosis.chart_png import chart_png
+from diagnosis.chart_render import chart_svgs
 from diagnosis.charts import Chart, charts_for
 from diagnosis.digest import ReportChart, clean
 from diagnosis.onset import describe

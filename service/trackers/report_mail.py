@@ -137,7 +137,7 @@ def build_report(
 def report_charts(bundle: BundleTensors, doc: Mapping[str, Any], with_png: int = 4) -> list[ReportChart]:
     """Each finding's chart drawn from the parsed bundle (pipeline BundleTensors), PNGs for the first
     `with_png`; the service reads them from its chart store instead (drawn when the diagnosis was made)."""
-    from diagnosis.chart_render import chart_png
+    from diagnosis.chart_png import chart_png
     from diagnosis.charts import charts_for
     from diagnosis.onset import describe
 

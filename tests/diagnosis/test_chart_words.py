@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import matplotlib
 
-from diagnosis.chart_render import chart_png, figure
+from diagnosis.chart_png import chart_png, figure
 from diagnosis.charts import Chart
 from diagnosis.onset import Onset, describe
 from tests.service.kit import hostile_chart

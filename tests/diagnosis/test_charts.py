@@ -14,7 +14,8 @@ import pytest
 
 from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
-from diagnosis.chart_render import RIGHT, W, chart_png, chart_svgs, extent, figure, nice_ticks, peer_stats, time_ticks
+from diagnosis.chart_png import chart_png, figure
+from diagnosis.chart_render import RIGHT, W, chart_svgs, extent, nice_ticks, peer_stats, time_ticks
 from diagnosis.charts import OVERVIEW, SPECS, Chart, Panel, chart_for, charts_for, peers_of
 from diagnosis.onset import Onset, estimate_onset
 from pipeline.api import load_bundle
@@ -250,3 +251,28 @@ def test_time_axis_ends_where_the_data_ends() -> None:
     lo, hi = ax.get_xlim()
     assert mdates.num2date(hi).timestamp() == pytest.approx(start + last * step)
     assert mdates.num2date(lo).timestamp() == pytest.approx(start)
+
+
+def test_the_span_that_drove_the_verdict_is_shaded(
+    by_fault: dict[str, tuple[BundleTensors, dict[str, object]]],
+) -> None:
+    """A finding's drivers span (diagnosis.drivers, ISO times) becomes steps of the grid, shaded behind the
+    data on every panel and in the PNG, with a legend entry; a finding without drivers has no shading."""
+    bt, truth = by_fault["disk.latency"]
+    comp = str(truth["component"])
+
+    def iso(step: int) -> str:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(bt.start + step * bt.step_s))
+
+    span = {"start": iso(10), "end": iso(20)}
+    (chart,) = charts_for(bt, {"findings": [{"component": comp, "fault": "disk.latency", "drivers": {"span": span}}]})
+    assert chart.span == (10, 20)
+    for s in chart_svgs(chart, "d"):
+        rect = ET.fromstring(s).find(f".//{SVG}rect[@class='drivers-span']")
+        assert rect is not None and float(rect.get("width", "0")) > 0
+        assert "what drove the verdict" in s
+    assert chart_png(chart)[:4] == b"\x89PNG"
+    labels = [t.get_text() for ax in figure(chart).axes for t in ax.get_legend().get_texts()]
+    assert "what drove the verdict" in labels
+    (plain,) = charts_for(bt, {"findings": [{"component": comp, "fault": "disk.latency"}]})
+    assert plain.span is None and all("drivers-span" not in s for s in chart_svgs(plain, "p"))

@@ -57,3 +57,23 @@ def test_older_documents_take_the_onset_from_the_chart(doc: dict[str, Any]) -> N
     text = text_report({**doc, "findings": [old]}, None, charts=[chart])
     assert "Onset: started about 10:00 UTC on 1 Mar." in text and "Log lines" not in text
     assert "Worst samples" not in html_report({**doc, "findings": [old]}, None)
+
+
+DRIVERS = {
+    "method": "integrated gradients (32 steps)",
+    "members": 1,
+    "gain": 4.2,
+    "sources": [{"source": "ev.scsi_fail_host", "share": 0.4}, {"source": "disk.latencyDevWrite", "share": 0.25}],
+    "span": {"start": "2026-03-12T03:40:00Z", "end": "2026-03-12T04:10:00Z"},
+}
+
+
+def test_reports_say_what_drove_the_verdict(doc: dict[str, Any]) -> None:
+    with_drivers = {**doc, "findings": [{**doc["findings"][0], "drivers": DRIVERS}]}
+    want = (
+        "What drove it: ev.scsi_fail_host (40 %), disk.latencyDevWrite (25 %), mostly between 03:40 and 04:10 "
+        "UTC on 2026-03-12."
+    )
+    assert want in text_report(with_drivers, None)
+    assert html.escape(want) in html_report(with_drivers, None)
+    assert "What drove it" not in text_report(doc, None)  # a finding without drivers (no CNN) says nothing

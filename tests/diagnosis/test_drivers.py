@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from diagnosis import drivers as drv
+from diagnosis.digest import drivers_sentence
 from models.attribution import Attribution
 from models.features import feature_names
 from pipeline.channels import KIND_CHANNELS
@@ -35,7 +36,7 @@ def test_drivers_name_the_sources_and_the_span(monkeypatch: pytest.MonkeyPatch) 
     # the shortest window with 60 % of the push: 3 of the 4 steps 4..7, from step 4 (ties: the first)
     assert got["span"] == {"start": "2023-11-14T22:33:20Z", "end": "2023-11-14T22:48:20Z"}
     assert got["gain"] == 2.0 and got["members"] == 1 and "integrated gradients" in got["method"]
-    text = drv.words(got)
+    text = drivers_sentence(got)
     assert (
         text == f"What drove it: {KIND_CHANNELS['disk'][1]} (100 %), mostly between 22:33 and 22:48 UTC on 2023-11-14."
     )
@@ -46,7 +47,7 @@ def test_no_drivers_without_cnns_or_without_a_push(monkeypatch: pytest.MonkeyPat
     assert drv.drivers(object(), _Bt(), "disk:x", "disk.latency") is None  # type: ignore[arg-type]
     monkeypatch.setattr(drv, "combined", lambda *a, **k: _attr("disk", -0.5))
     assert drv.drivers(object(), _Bt(), "disk:x", "disk.latency") is None  # type: ignore[arg-type]
-    assert drv.words(None) is None
+    assert drivers_sentence(None) is None
 
 
 def test_a_cluster_gets_sources_but_no_span(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,7 +55,7 @@ def test_a_cluster_gets_sources_but_no_span(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setattr(drv, "cnn_members", lambda m: [(object(), 1.0)])
     got = drv.drivers(object(), _Bt(), "cluster", "cluster.low_oio")  # type: ignore[arg-type]
     assert got is not None and got["span"] is None and got["sources"]
-    assert drv.words(got) == f"What drove it: {KIND_CHANNELS['cluster'][0]} (100 %)."
+    assert drivers_sentence(got) == f"What drove it: {KIND_CHANNELS['cluster'][0]} (100 %)."
 
 
 def test_words_across_midnight() -> None:
@@ -62,7 +63,7 @@ def test_words_across_midnight() -> None:
         "sources": [{"source": "a", "share": 0.5}],
         "span": {"start": "2026-01-01T23:00:00Z", "end": "2026-01-02T01:00:00Z"},
     }
-    assert drv.words(d) == "What drove it: a (50 %), mostly between 2026-01-01 23:00 and 2026-01-02 01:00 UTC."
+    assert drivers_sentence(d) == "What drove it: a (50 %), mostly between 2026-01-01 23:00 and 2026-01-02 01:00 UTC."
 
 
 def test_combined_weighs_the_members(monkeypatch: pytest.MonkeyPatch) -> None:

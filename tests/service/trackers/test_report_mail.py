@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from diagnosis.chart_render import chart_png
+from diagnosis.chart_png import chart_png
 from diagnosis.digest import headline
 from diagnosis.onset import Onset, describe
 from diagnosis.predictor import Predictor
