@@ -99,19 +99,12 @@ def diagnose(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(doc))
         return 0
-    b = doc["bundle"]
-    print(f"bundle    {args.bundle} (sha256 {b['sha256'][:12]}...)")
-    print(f"hosts     {len(b['hosts'])}: {', '.join(b['hosts'])}")
-    print(f"window    {b['start']} .. {b['end']}")
-    print(f"model     {doc['model']['name']} version {doc['model']['version']}")
-    if not doc["findings"]:
-        print("verdict   healthy: no component at fault")
-    for f in doc["findings"]:
-        print(f"\n{f['fault']} on {f['component']}  (confidence {f['confidence']:.2f})")
-        print(f"  {f['summary']}")
-        for line in f["evidence"]:
-            print(f"  - {line}")
-        print(f"  what to do: {f['recommendation']}")
+    from diagnosis.digest import text_report
+
+    # what a tracker comment says (findings with evidence, onset, what drove them, worst samples, cited
+    # lines, review, an unusual bundle), then where it came from
+    print(text_report(doc, None), end="")
+    print(f"\nbundle    {args.bundle} (sha256 {doc['bundle']['sha256'][:12]}...)")
     t = doc["timing_ms"]
     print(f"\ntiming    read {t['read']:.1f} ms, parse {t['parse']:.1f} ms, predict {t['predict']:.1f} ms")
     return 0
