@@ -174,8 +174,24 @@ def _worst(bt: BundleTensors, row: np.ndarray, clue: Clue, unit: str, entity: st
             "value": round(float(row[k]) * factor, 6), "unit": shown}  # fmt: skip
 
 
-def _read(bt: BundleTensors, component: str, fault: str) -> list[tuple[str, dict[str, Any]]]:
-    """(evidence line, worst sample) of each clue of the fault that the bundle has data for."""
+def _capture(bt: BundleTensors, row: np.ndarray, onset: int | None) -> str:
+    """When an esxtop capture ran, against the onset: esxtop runs for minutes at collection time, so its
+    figures may predate (or follow) the fault the perf counters show, and say so rather than contradict."""
+    seen = np.flatnonzero(~np.isnan(row))
+    if not seen.size:
+        return ""
+    a, b = (time.strftime("%H:%M", time.gmtime(bt.start + k * bt.step_s)) for k in (seen[0], seen[-1] + 1))
+    when = ""
+    if onset is not None and seen[-1] < onset:
+        when = ", before the onset"
+    elif onset is not None and seen[0] >= onset:
+        when = ", after the onset"
+    return f" (esxtop captured {a}-{b} UTC{when})"
+
+
+def _read(bt: BundleTensors, component: str, fault: str, onset: int | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """(evidence line, worst sample) of each clue of the fault that the bundle has data for; `onset`
+    (a step, None when unknown or at the window's start) places esxtop's capture against it."""
     out = []
     for clue in CLUES.get(fault, ()):
         got = _clue_rows(bt, component, clue)
@@ -192,6 +208,8 @@ def _read(bt: BundleTensors, component: str, fault: str) -> list[tuple[str, dict
         # no peer with data: the figure stands alone, without its "(peers …)"
         text = clue.text if not np.isnan(peer) else _NO_PEERS.sub("", clue.text)
         text = text.replace("{v}", _fmt(float(per[i]), unit)).replace("{p}", _fmt(peer, unit))
+        if clue.channel.startswith("esxtop."):
+            text += _capture(bt, x[i], onset)
         worst = _worst(bt, x[i], clue, unit, entity)
         if worst is not None:
             out.append((text, worst))
@@ -225,8 +243,9 @@ def findings(bt: BundleTensors, verdicts: Mapping[str, tuple[str, float]]) -> li
             continue
         f = FAULTS[fault]
         where = comp.split(":", 1)[1] if ":" in comp else "the cluster"
-        read = _read(bt, comp, fault)
         chart = chart_for(bt, comp, fault)
+        at = chart.onset if chart is not None and chart.onset is not None and not chart.onset.at_start else None
+        read = _read(bt, comp, fault, at.step if at is not None else None)
         out.append(Finding(comp, fault, conf, f"{f.title} ({where})", f.recommendation, [t for t, _ in read],
                            cited_lines(bt, comp, fault), [w for _, w in read],
                            onset_of(chart.onset if chart else None, bt)))  # fmt: skip
