@@ -158,10 +158,17 @@ class Predictor:
             return None
         return self.model.prediction_sets([bt], [probs], self.coverage)[0]
 
+    def _unusual(self, bt: BundleTensors) -> dict[str, Any] | None:
+        """The out-of-distribution check's verdict (models.ood), or None for a model without one."""
+        ood = self.model.ood_ if isinstance(self.model, CalibratedDiagnoser) else None
+        return None if ood is None else ood.explain(bt)
+
     def document(self, bt: BundleTensors, sha256: str) -> dict[str, Any]:
         """The diagnosis document; with a model that has conformal data, each component also says
         whether it needs review (`review`) and which labels its set at `coverage` keeps (`candidates`,
-        most probable first), and `review` lists those components with their candidates' scores."""
+        most probable first), and `review` lists those components with their candidates' scores. With
+        a model that has an out-of-distribution check, `unusual` says whether the bundle lies outside
+        what it was trained on, and why (None: a model without the check)."""
         (probs,) = self.model.predict_proba([bt])
         sets = self._sets(bt, probs)
         comps, verdicts, review = [], {}, []
@@ -197,6 +204,9 @@ class Predictor:
             # components whose conformal set is not a single label, least sure first ([]: none, or a
             # model without conformal data); a reader of vsandx.diagnosis/1 may ignore it
             "review": sorted(review, key=lambda r: r["confidence"]),
+            # "never seen this": {"flag", "score", "threshold", "reasons": [{"kind", "component",
+            # "components", "channels", "score", "why"}]} (models.ood), null for a model without it; additive
+            "unusual": self._unusual(bt),
             "model": {"name": self.name, "version": self.version},
             "timing_ms": {},
         }

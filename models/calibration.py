@@ -15,6 +15,10 @@ loading runs no code from the file and predicting imports no scikit-learn.
 `calibrate` also keeps, per kind, the calibration components' nonconformity scores (1 - the calibrated
 probability of their true label): what `prediction_sets` builds conformal sets from (models.conformal).
 They are scored by the maps fitted on the same components, which a one-number temperature barely bends.
+
+`fit_outliers` adds the served model's "never seen this" check (models.ood: training ranges, a
+threshold from the validation bundles), stored beside the maps under `ood/`; a model saved without
+it has `ood_` None.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import numpy as np
 from models.base import KIND_LABEL_INDEX, Diagnoser, Labels, Proba, check_Xy, kind_targets
 from models.conformal import DEFAULT_COVERAGE, LabelSets, bundle_sets, conformal_classifier, true_alphas
 from models.estimator import check_is_fitted
+from models.ood import OutlierScorer
 from models.registry import create_model, register_model
 from pipeline.tensors import BundleTensors
 
@@ -144,6 +149,7 @@ def _choose(p: np.ndarray, t: np.ndarray, seed: int) -> str:
 @register_model("calibrated", description="a fitted diagnoser with per-kind calibrated probabilities")
 class CalibratedDiagnoser(Diagnoser):
     default_name = "calibrated"
+    ood_: OutlierScorer | None = None  # the out-of-distribution check, when fitted (fit_outliers)
 
     def __init__(self, base: tuple[str, dict[str, Any]] = ("logreg", {}), method: str = "auto", seed: int = 0) -> None:
         self.base = base  # the registry name and hyperparameters of the model calibrated
@@ -201,6 +207,12 @@ class CalibratedDiagnoser(Diagnoser):
         self._conformal()
         return self
 
+    def fit_outliers(self, X: Sequence[BundleTensors], val: Sequence[BundleTensors]) -> Self:
+        """Fit the out-of-distribution check: ranges from the training bundles X, its threshold from
+        the validation bundles `val` (those the maps are fitted on)."""
+        self.ood_ = OutlierScorer().fit(X, val=val)
+        return self
+
     def _conformal(self) -> None:
         self.conformal_ = {kind: conformal_classifier(a) for kind, a in self.alphas_.items() if len(a)}
 
@@ -247,6 +259,9 @@ class CalibratedDiagnoser(Diagnoser):
                 arrays[f"iso/{kind}/{j}/x"], arrays[f"iso/{kind}/{j}/y"] = x, v
         for kind, a in getattr(self, "alphas_", {}).items():
             arrays[f"conformal/{kind}"] = a
+        if self.ood_ is not None:
+            meta["ood"], ood = self.ood_.state()
+            arrays |= {f"ood/{k}": v for k, v in ood.items()}
         return meta, arrays
 
     def _set_state(self, meta: dict[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
@@ -263,3 +278,7 @@ class CalibratedDiagnoser(Diagnoser):
             self.maps_[kind] = m
         self.alphas_ = {k[10:]: v for k, v in arrays.items() if k.startswith("conformal/")}
         self._conformal()
+        if "ood" in meta:  # models saved before the check have none
+            self.ood_ = OutlierScorer.from_state(
+                meta["ood"], {k[4:]: v for k, v in arrays.items() if k.startswith("ood/")}
+            )

@@ -202,11 +202,14 @@ def served_ensemble(
 ) -> Diagnoser:
     """What is served: the top-k CNNs' average, beside each model of `cfg.priors` fitted on the same
     training bundles (the CNN group weighs 1 in all, each prior `cfg.prior_weight`), its scores
-    calibrated on the validation bundles `val` unless `cfg.calibration` is "none"."""
+    calibrated on the validation bundles `val` unless `cfg.calibration` is "none", with the
+    out-of-distribution check (models.ood: ranges from X, threshold from `val`) beside the maps."""
     priors = [create_model(name).fit(X, y) for name in cfg.priors]
     k = len(members)
     ens = EnsembleDiagnoser.of([*members, *priors], [1.0 / k] * k + [cfg.prior_weight] * len(priors))
-    return ens if cfg.calibration == "none" else CalibratedDiagnoser.of(ens, cfg.calibration).calibrate(*val)
+    if cfg.calibration == "none":
+        return ens
+    return CalibratedDiagnoser.of(ens, cfg.calibration).calibrate(*val).fit_outliers(X, val[0])
 
 
 def build_sets(

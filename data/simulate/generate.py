@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -102,16 +102,20 @@ def simulate_bundle(
     faults: Sequence[str] | None = None,
     causes: Sequence[str] | CauseFilter | None = None,
     exclude_causes: Sequence[str] | None = None,
+    cluster_hook: Callable[[Cluster], Cluster] | None = None,
 ) -> Bundle:
     """Bundle `index` of the (profile, seed) stream; `faults` forces exactly those faults. `causes`
     draws faults only through those causes (`fault:cause`, a cause name or a fault id), and
-    `exclude_causes` never through those (causes.CauseFilter)."""
+    `exclude_causes` never through those (causes.CauseFilter). `cluster_hook` rebuilds the drawn
+    hardware before anything runs on it (data.simulate.ood: hardware outside the profile's ranges)."""
     rng = bundle_rng(profile, seed, index)
     rate = DEFAULT_ISSUE_RATE[profile] if issue_rate is None else issue_rate
     flt = causes if isinstance(causes, CauseFilter) else CauseFilter.of(causes, exclude_causes)
     hot_only = flt.only is not None and all(k.startswith("disk.hotspot:") for k in flt.only)
     dedup = ("disk.hotspot" in (faults or ())) or (hot_only and flt is not ALL)
     cluster = build_cluster(profile, rng, dedup_flash=dedup)
+    if cluster_hook is not None:
+        cluster = cluster_hook(cluster)
     grid = _grid(profile, rng)
     plan = make_plan(cluster, grid, rate, rng, force=faults, flt=flt)
     draw_benign(cluster, plan, rng)

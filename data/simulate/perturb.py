@@ -11,10 +11,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Final
 
 import numpy as np
 
-__all__ = ["PERTURBATIONS", "apply", "coarser_interval", "drop_esxtop", "drop_hosts", "rescale_load", "restyle_logs"]
+__all__ = [
+    "PERTURBATIONS",
+    "apply",
+    "coarser_interval",
+    "drop_esxtop",
+    "drop_hosts",
+    "rescale_latency",
+    "rescale_load",
+    "restyle_logs",
+]
 
 Files = dict[str, bytes]
 DUMP_MARK = "perf_stats_with_dump"
@@ -23,6 +33,7 @@ _VALUES = re.compile(rb"<label>([^<]{1,200})</label>(?:<metricsCollectInterval>(
                      rb"</metricId><values>([^<]*)</values>")  # fmt: skip
 # Load counters: operations and bytes per second (perf dump) and esxtop's per-second columns.
 _LOAD = re.compile(r"^(iops|tput|throughput|rxThroughput|txThroughput|rxPackets|txPackets|ioCount|ops)", re.I)
+_LATENCY = re.compile(r"^lat", re.I)  # the labels the pipeline reads as microseconds (pipeline.channels)
 
 
 def _is_dump(path: str) -> bool:
@@ -134,23 +145,40 @@ def restyle_logs(files: Files, major: int) -> Files:
     return out
 
 
-def _scale(raw: bytes, c: float) -> bytes:
+def _scale(raw: bytes, c: float, cap: float = np.inf) -> bytes:
     vals = raw.split(b",")
     d = _decimals(vals)
-    return b",".join(v if v == b"None" else _fmt(float(v) * c, d) for v in vals)
+    return b",".join(v if v == b"None" else _fmt(min(float(v) * c, cap), d) for v in vals)
+
+
+def _rescale(files: Files, labels: re.Pattern[str], c: float, cap: float = np.inf) -> Files:
+    """The perf dump's counters whose label matches `labels` multiplied by `c` (at most `cap`); the
+    rest unchanged."""
+
+    def values(m: re.Match[bytes]) -> bytes:
+        label = m.group(1)
+        if not labels.match(label.decode("ascii", "replace")):
+            return m.group(0)
+        return m.group(0)[: m.start(3) - m.start(0)] + _scale(m.group(3), c, cap) + b"</values>"
+
+    return {p: _VALUES.sub(values, b) if _is_dump(p) else b for p, b in files.items()}
 
 
 def rescale_load(files: Files, c: float) -> Files:
     """Every load counter of the perf dump (IOPS, throughput, packets) multiplied by `c`; latencies,
     percentages, errors and congestion unchanged."""
+    return _rescale(files, _LOAD, c)
 
-    def values(m: re.Match[bytes]) -> bytes:
-        label = m.group(1)
-        if not _LOAD.match(label.decode("ascii", "replace")):
-            return m.group(0)
-        return m.group(0)[: m.start(3) - m.start(0)] + _scale(m.group(3), c) + b"</values>"
 
-    return {p: _VALUES.sub(values, b) if _is_dump(p) else b for p, b in files.items()}
+MAX_LATENCY_US: Final = 1e8  # the largest latency bundle-format allows (check_bundle.py refuses more)
+
+
+def rescale_latency(files: Files, c: float) -> Files:
+    """Every latency counter of the perf dump multiplied by `c` (1000: written in nanoseconds where
+    microseconds are expected), at most MAX_LATENCY_US so that the bundle stays one the spec allows
+    (x1000 passes it only for latencies past 100 ms); everything else, esxtop's milliseconds
+    included, unchanged."""
+    return _rescale(files, _LATENCY, c, MAX_LATENCY_US)
 
 
 PERTURBATIONS: dict[str, Callable[[Files, str, np.random.Generator], Files]] = {
@@ -159,6 +187,7 @@ PERTURBATIONS: dict[str, Callable[[Files, str, np.random.Generator], Files]] = {
     "esxtop": lambda f, a, r: drop_esxtop(f),
     "logs": lambda f, a, r: restyle_logs(f, int(a or 7)),
     "load": lambda f, a, r: rescale_load(f, float(a or 2.0)),
+    "units": lambda f, a, r: rescale_latency(f, float(a or 1000.0)),
 }
 
 

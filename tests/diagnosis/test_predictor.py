@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from diagnosis.predictor import NoModel, Predictor
 from models.calibration import CalibratedDiagnoser
 from models.registry import create_model
 from pipeline.api import load_bundle
+from pipeline.channels import KIND_STATIC
 from training.datasets import DatasetSpec, build, load_dataset
 from vsandx.faults import FAULT_IDS, LABELS
 
@@ -23,8 +25,9 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("var")
     X, y = load_dataset(build(DatasetSpec("lab", 12, seed=41, issue_rate=0.7), root, workers=2, progress=False))
     model = create_model("logreg").fit(X, y)
-    # beside it, the same model calibrated (on its own bundles: enough to carry conformal data)
-    CalibratedDiagnoser.of(model, "temperature").calibrate(X, y).save(root / "calibrated")
+    # beside it, the same model calibrated (on its own bundles: enough to carry conformal data), with
+    # the out-of-distribution check (ranges and threshold from the same bundles: the floor)
+    CalibratedDiagnoser.of(model, "temperature").calibrate(X, y).fit_outliers(X, X).save(root / "calibrated")
     return model.save(root / "model")
 
 
@@ -40,7 +43,9 @@ def test_document_follows_the_interface(model_dir: Path, bundles: Path) -> None:
     bundle = sorted(bundles.glob("lab-*.tgz"))[0]
     doc = Predictor.load(str(model_dir)).diagnose(bundle)
     assert doc["schema"] == "vsandx.diagnosis/1"
-    assert set(doc) == {"schema", "bundle", "coverage", "components", "findings", "review", "model", "timing_ms"}
+    assert set(doc) == {"schema", "bundle", "coverage", "components", "findings", "review", "unusual", "model",
+                        "timing_ms"}  # fmt: skip
+    assert doc["unusual"] is None  # a model without the out-of-distribution check
     hosts = doc["bundle"]["hosts"]
     assert doc["coverage"]["hosts"] == len(hosts) and doc["coverage"]["with_bundle"] == len(hosts)
     assert doc["coverage"]["without_bundle"] == []
@@ -83,6 +88,24 @@ def test_components_the_model_cannot_settle_are_sent_to_review(model_dir: Path, 
             == sorted(c["scores"], key=lambda k: -c["scores"][k])
         )
         assert [x["score"] for x in r["candidates"]] == [c["scores"][k] for k in c["candidates"]]
+
+
+def test_the_document_says_when_a_bundle_was_never_seen(model_dir: Path) -> None:
+    """With the check, `unusual` holds its verdict: a training bundle lies inside every range, the
+    same bundle with 100 GbE links does not, and the document says which kind and channel."""
+    X, _ = load_dataset(build(DatasetSpec("lab", 12, seed=41, issue_rate=0.7), model_dir.parent, progress=False))
+    p = Predictor.load(str(model_dir.parent / "calibrated"))
+    doc = p.document(X[0], "0" * 64)
+    assert doc["unusual"] == {"flag": False, "score": 0.0, "threshold": 2.0, "reasons": []}
+    moved = copy.deepcopy(X[0])
+    kt, j = moved.kinds["nic"], KIND_STATIC["nic"].index("speed_gbps")
+    kt.static[kt.static_mask[:, j], j] = 100.0
+    doc = json.loads(json.dumps(p.document(moved, "0" * 64)))  # plain JSON, as the CLI and the API write it
+    u = doc["unusual"]
+    assert u["flag"] is True and u["score"] > u["threshold"] == 2.0
+    assert [(r["kind"], r["channels"]) for r in u["reasons"]] == [("nic", ["speed_gbps"])]
+    assert u["reasons"][0]["component"] in {c["id"] for c in doc["components"]}
+    assert u["reasons"][0]["why"] == "speed_gbps 100 above the training range 1-10"  # lab: 1 GbE management, 10 GbE
 
 
 def test_directory_upload_and_same_sha(model_dir: Path, bundles: Path) -> None:

@@ -103,6 +103,8 @@ def test_champion_diagnoses_a_bundle(trained: tuple[Settings, Trained], tmp_path
     doc = Predictor.load(None, settings).diagnose(next(tmp_path.glob("*.tgz")))
     assert doc["model"] == {"name": settings.registered_model, "version": "1"}
     assert len(doc["components"]) == 61
+    # the served model carries the out-of-distribution check (ranges from training, threshold from val)
+    assert set(doc["unusual"]) == {"flag", "score", "threshold", "reasons"} and doc["unusual"]["threshold"] >= 2.0
 
 
 def test_second_run_reuses_data_and_guards_promotion(
