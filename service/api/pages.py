@@ -223,11 +223,19 @@ def model(info: dict[str, Any], retrains: list[RetrainOut] | None = None) -> dic
             "retrains": retrains or []}  # fmt: skip
 
 
+def upload_limit_words(n: int) -> str:
+    """The upload limit as the form states it: "512 MB", "1.5 MB", "900 KB" (a limit under a MiB
+    read "0 MB" when it was floored to whole MiB)."""
+    if n >= 1 << 20:
+        return f"{n / (1 << 20):.3g} MB"
+    return f"{n / 1024:.3g} KB" if n >= 1024 else f"{n} bytes"
+
+
 def upload(settings: ServiceSettings, info: dict[str, Any]) -> dict[str, Any]:
     return {
         "need_key": bool(settings.api_keys),
         "ready": bool(info.get("ready")),
         "model_error": info.get("error"),
-        "max_mb": settings.max_upload_bytes // (1 << 20),
+        "max_size": upload_limit_words(settings.max_upload_bytes),
         "max_bytes": settings.max_upload_bytes,
     }

@@ -46,6 +46,7 @@ def test_upload_page_and_assets(client: TestClient) -> None:
     for needle in ('id="upload"', 'name="bundle"', "<progress", 'src="/static/upload.js"', 'href="/static/style.css"'):
         assert needle in page
     assert "No model is served yet" not in page and 'id="api-key"' not in page
+    assert re.search(r"up to \d[\d.]* (MB|KB|bytes)\)", page)  # the upload limit, as set
     assert not re.search(r"""(src|href)=["']https?://""", page)  # nothing fetched from elsewhere
     js = client.get("/static/upload.js")
     assert js.status_code == 200 and "upload.onprogress" in js.text and "status_url" in js.text
