@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from diagnosis.unusual import unusual_lines
 from vsandx.faults import FAULTS
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -175,6 +176,8 @@ def text_report(doc: Mapping[str, Any], url: str | None, chart_note: str | None 
     bundle = doc.get("bundle") or {}
     model = doc.get("model") or {}
     lines = [f"vsandx diagnosis: {headline(doc)}", ""]
+    if odd := unusual_lines(doc):  # before the findings: they may not hold
+        lines += [*odd, ""]
     if bundle.get("start"):
         lines.append(f"Window: {bundle.get('start')} to {bundle.get('end')} (UTC)")
     lines.append(_verdict_counts(doc))
@@ -240,6 +243,10 @@ def html_report(doc: Mapping[str, Any], url: str | None, charts: Sequence[Findin
     if bundle.get("start"):
         meta.insert(0, f"Window: {bundle.get('start')} to {bundle.get('end')} (UTC).")
     out.append(f'<p style="color:#555">{e(clean(" ".join(meta)))}</p>')
+    if odd := unusual_lines(doc):
+        reasons = _li([x.removeprefix("- ") for x in odd[1:]]) if odd[1:] else ""
+        out.append(f'<div style="border-left:4px solid #d68910;padding:4px 12px;margin:12px 0">'
+                   f"<p><b>{e(clean(odd[0]))}</b></p>{reasons}</div>")  # fmt: skip
     for f in findings_of(doc):
         fault = str(f.get("fault"))
         out.append('<div style="border-left:4px solid #c0392b;padding:4px 12px;margin:12px 0">')

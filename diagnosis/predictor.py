@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -92,6 +93,7 @@ def _review_entry(comp: dict[str, Any], p: np.ndarray, s: np.ndarray) -> dict[st
             "candidates": [{"label": LABELS[i], "score": round(float(p[i]), 4)} for i in shown]}  # fmt: skip
 
 
+MAX_DRIVEN = 3  # findings whose drivers are computed, most confident first (~0.03 s each per CNN member)
 MAX_NOTES, MAX_NOTE_CHARS = 50, 400  # reading notes kept in a diagnosis (their text comes from the bundle)
 
 
@@ -103,6 +105,8 @@ class Predictor:
     config: PipelineConfig
     # coverage of the conformal sets (models.conformal) behind "needs review"; VSANDX_REVIEW_COVERAGE
     coverage: float = field(default_factory=lambda: get_settings().review_coverage)
+    # integrated-gradient path points behind each finding's `drivers` (VSANDX_ATTRIBUTION_STEPS; 0: none)
+    attribution_steps: int = field(default_factory=lambda: get_settings().attribution_steps)
 
     @classmethod
     def load(
@@ -158,6 +162,21 @@ class Predictor:
             return None
         return self.model.prediction_sets([bt], [probs], self.coverage)[0]
 
+    def _drivers(self, bt: BundleTensors, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each finding's `drivers` (diagnosis.drivers: what its CNN members' verdict rests on, the most
+        confident MAX_DRIVEN findings), null for the rest and for a model without CNNs."""
+        # A model without CNNs never imports models.cnn (models.registry loads a family's module on use),
+        # so neither torch nor Captum is loaded for it here.
+        steps = self.attribution_steps if "models.cnn" in sys.modules else 0
+        for f in found:
+            f["drivers"] = None
+        if steps > 0:
+            from diagnosis.drivers import drivers
+
+            for f in found[:MAX_DRIVEN]:
+                f["drivers"] = drivers(self.model, bt, f["component"], f["fault"], steps)
+        return found
+
     def _unusual(self, bt: BundleTensors) -> dict[str, Any] | None:
         """The out-of-distribution check's verdict (models.ood), or None for a model without one."""
         ood = self.model.ood_ if isinstance(self.model, CalibratedDiagnoser) else None
@@ -200,7 +219,7 @@ class Predictor:
             # hosts of the cluster with a support bundle, esxtop, logs (and those without); additive
             "coverage": coverage(bt),
             "components": comps,
-            "findings": [f.to_dict() for f in findings(bt, verdicts)],
+            "findings": self._drivers(bt, [f.to_dict() for f in findings(bt, verdicts)]),
             # components whose conformal set is not a single label, least sure first ([]: none, or a
             # model without conformal data); a reader of vsandx.diagnosis/1 may ignore it
             "review": sorted(review, key=lambda r: r["confidence"]),

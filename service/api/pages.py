@@ -123,6 +123,8 @@ def detail(db: Session, settings: ServiceSettings, job_id: str) -> dict[str, Any
         "bundle": doc.get("bundle", {}),
         # hosts with a support bundle / esxtop (documents made before it have none: nothing is shown)
         "coverage": doc.get("coverage") if isinstance(doc.get("coverage"), dict) else None,
+        # "never seen this" (models.ood): rendered by templates/_unusual.html when flagged
+        "unusual": doc.get("unusual") if isinstance(doc.get("unusual"), dict) else None,
         "findings": findings,
         "overview": {
             "svgs": [Markup(x) for x in overview[1].svgs],

@@ -77,3 +77,14 @@ def test_reports_say_what_drove_the_verdict(doc: dict[str, Any]) -> None:
     assert want in text_report(with_drivers, None)
     assert html.escape(want) in html_report(with_drivers, None)
     assert "What drove it" not in text_report(doc, None)  # a finding without drivers (no CNN) says nothing
+
+
+def test_reports_flag_an_unusual_bundle_before_the_findings(doc: dict[str, Any]) -> None:
+    reason = {"kind": "disk", "component": "disk:h/<x>", "components": 1, "why": "latency 1000x the training range"}
+    odd = {**doc, "unusual": {"flag": True, "score": 9.0, "threshold": 2.0, "reasons": [reason]}}
+    text = text_report(odd, None)
+    assert "Never seen this" in text and text.index("Never seen this") < text.index("1. ")
+    assert "disk:h/<x>: latency 1000x the training range" in text
+    page = html_report(odd, None)
+    assert "Never seen this" in page and "disk:h/&lt;x&gt;" in page and "<x>" not in page
+    assert "Never seen this" not in text_report(doc, None)

@@ -6,16 +6,18 @@ import copy
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cli.main import main
 from data.simulate.runner import simulate_many
 from diagnosis.evaluate import evaluate_folder, read_labels
-from diagnosis.predictor import NoModel, Predictor
+from diagnosis.predictor import MAX_DRIVEN, NoModel, Predictor
 from models.calibration import CalibratedDiagnoser
 from models.registry import create_model
 from pipeline.api import load_bundle
 from pipeline.channels import KIND_STATIC
+from pipeline.config import PipelineConfig
 from training.datasets import DatasetSpec, build, load_dataset
 from vsandx.faults import FAULT_IDS, LABELS
 
@@ -63,6 +65,41 @@ def test_document_follows_the_interface(model_dir: Path, bundles: Path) -> None:
     ]
     assert set(doc["timing_ms"]) == {"read", "parse", "predict", "total"}
     assert doc["model"] == {"name": "logreg", "version": f"file:{model_dir.resolve()}"}
+    assert doc["findings"] and all(f["drivers"] is None for f in doc["findings"])  # no CNN: nothing attributed
+
+
+def test_findings_of_a_cnn_say_what_drove_them(bundles: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model with CNN members attributes its most confident findings (diagnosis.drivers), the rest get
+    null, and VSANDX_ATTRIBUTION_STEPS=0 turns it off."""
+    import diagnosis.drivers
+
+    X, y = load_dataset(build(DatasetSpec("lab", 6, seed=41, issue_rate=1.0), tmp_path, workers=1, progress=False))
+    cnn = create_model("cnn_small", epochs=1, width=16).fit(X, y)
+    asked: list[tuple[str, str, int]] = []
+
+    def fake(model: object, bt: object, component: str, fault: str, steps: int) -> dict[str, object]:
+        assert model is cnn
+        asked.append((component, fault, steps))
+        return {"sources": [{"source": "x", "share": 1.0}], "span": None}
+
+    monkeypatch.setattr(diagnosis.drivers, "drivers", fake)
+    p = Predictor(cnn, "cnn_small", "1", PipelineConfig(), attribution_steps=16)
+    bt = load_bundle(sorted(bundles.glob("lab-*.tgz"))[0])
+    verdicts = {cid: ("disk.latency", 0.9 - 0.1 * k) for k, cid in enumerate(bt.kinds["disk"].ids[:5])}
+    monkeypatch.setattr(p.model, "predict_proba", lambda X: [{cid: _onehot(*verdicts.get(cid, ("none", 1.0)))
+                                                              for cid in bt.component_ids}])  # fmt: skip
+    doc = p.document(bt, "0" * 64)
+    assert [f["component"] for f in doc["findings"]] == list(verdicts)
+    assert [f["drivers"] is not None for f in doc["findings"]] == [True] * MAX_DRIVEN + [False] * (5 - MAX_DRIVEN)
+    assert asked == [(cid, "disk.latency", 16) for cid in list(verdicts)[:MAX_DRIVEN]]
+    p.attribution_steps = 0
+    assert all(f["drivers"] is None for f in p.document(bt, "0" * 64)["findings"])
+
+
+def _onehot(label: str, p: float) -> np.ndarray:
+    v = np.full(len(LABELS), (1 - p) / (len(LABELS) - 1))
+    v[LABELS.index(label)] = p
+    return v
 
 
 def test_components_the_model_cannot_settle_are_sent_to_review(model_dir: Path, bundles: Path) -> None:

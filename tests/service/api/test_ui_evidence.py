@@ -81,3 +81,28 @@ def test_a_healthy_diagnosis_shows_the_clusters_overview(client: TestClient, bun
         doc["bundle"] = {**doc["bundle"], "sha256": "e" * 64}  # healthy, no overview stored (older): no note
     page = client.get(f"/diagnoses/{res['id']}").text
     assert 'id="overview"' not in page and "No charts were stored" not in page
+
+
+UNUSUAL = {"flag": True, "score": 60.0, "threshold": 2.0, "reasons": [
+    {"kind": "nic", "component": "nic:h1/vmnic1", "components": 8, "channels": ["speed_gbps"], "score": 60.0,
+     "why": "speed_gbps 100 above the training range 1-25"}]}  # fmt: skip
+DRIVERS = {"method": "integrated gradients (32 steps)", "members": 1, "gain": 3.0,
+           "sources": [{"source": "disk.latencyDevDAvg", "share": 0.7}],
+           "span": {"start": "2026-03-02T10:40:00Z", "end": "2026-03-02T11:00:00Z"}}  # fmt: skip
+
+
+def test_the_page_flags_an_unusual_bundle_and_shows_what_drove_a_finding(
+    client: TestClient, bundles: list[Path]
+) -> None:
+    res = _done(client, bundles[0])
+    assert "unusual" in res["diagnosis"] and all("drivers" in f for f in res["diagnosis"]["findings"])
+    page = client.get(f"/diagnoses/{res['id']}").text
+    assert 'id="unusual"' not in page and "What drove the verdict" not in page  # logreg: neither
+    with stored_document(client, res["id"]) as doc:
+        doc["unusual"] = UNUSUAL
+        doc["findings"] = [{**doc["findings"][0], "drivers": DRIVERS}, *doc["findings"][1:]]
+    page = client.get(f"/diagnoses/{res['id']}").text
+    assert 'id="unusual"' in page and "speed_gbps 100 above the training range 1-25" in page
+    assert page.index('id="unusual"') < page.index('id="verdict"')  # before the verdicts it casts doubt on
+    (sec, *_) = re.findall(r'<section class="finding card".*?</section>', page, re.S)
+    assert "What drove the verdict" in sec and "disk.latencyDevDAvg" in sec and "70 %" in sec
