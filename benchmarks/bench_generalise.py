@@ -44,7 +44,7 @@ from bench_accuracy import score  # noqa: E402
 
 from data.simulate.causes import CAUSES  # noqa: E402
 from models.base import LABELS  # noqa: E402
-from models.calibration import CalibratedDiagnoser, kind_ece  # noqa: E402
+from models.calibration import CalibratedDiagnoser, ece_if_calibrated, kind_ece, kind_top  # noqa: E402
 from models.conformal import review_summary  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
 from models.metrics import per_fault  # noqa: E402
@@ -107,8 +107,11 @@ def main() -> int:
     ) -> None:
         pred = [{c: LABELS[int(p.argmax())] for c, p in b.items()} for b in probs]
         cal = {k: round(v, 4) for k, v in kind_ece(probs, Xt, yt).items()}
+        # what a perfectly calibrated model would show on as many clusters: its mean and 95th percentile
+        top = kind_top(probs, Xt, yt)
+        floor = [round(v, 4) for v in ece_if_calibrated(top["cluster"][0])] if "cluster" in top else None
         row = {"model": model, "test": test, **score(yt, pred), "fit_s": round(fit_s), "ece": cal.pop("all"),
-               "ece_kind": cal, **extra}  # fmt: skip
+               "ece_kind": cal, "cluster_ece_if_calibrated": floor, **extra}  # fmt: skip
         row.pop("wrong")
         # recall of the faults these bundles hold (a fault with no support has no recall to speak of)
         row["recall"] = {k: round(v["recall"], 2) for k, v in per_fault(yt, pred).items() if v["support"]}

@@ -3,6 +3,7 @@ with the registered champion."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,6 +66,9 @@ def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) 
         assert section in text
     for png in ("comparison.png", "reliability.png"):
         assert (done.report.parent / png).stat().st_size > 1000
+    # each kind's ECE beside what a calibrated model would show on as many components
+    cal = text.split("## Calibration")[1].split("\n## ")[0]
+    assert "| if calibrated |" in cal and re.search(r"\| cluster \| temperature \|.*\(95 %: 0\.\d{3}\) \|", cal)
     # The learning curve's whole-set point is the best trial itself, scored rather than trained again.
     best = next(s for s in done.scores if s.name.endswith("(best trial)"))
     rows = text.split("## Learning curve")[1].split("## Sweep")[0].strip().splitlines()
