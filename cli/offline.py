@@ -144,7 +144,8 @@ def evaluate(args: argparse.Namespace) -> int:
 def train(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from training.run import TrainConfig, run_training
+    from training.config import TrainConfig
+    from training.run import run_training
     from vsandx.settings import get_settings
 
     preset = "smoke" if args.smoke else "quick" if args.quick else "standard" if args.standard else "full"

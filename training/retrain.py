@@ -26,12 +26,12 @@ from models.base import Diagnoser, SchemaMismatch, load_model
 from models.metrics import component_accuracy, exact_match
 from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
+from training.config import TrainConfig
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, load_dataset
 from training.model_card import model_card
 from training.report import score_model
 from training.run import (
     TRAINING_SETS,
-    TrainConfig,
     build_sets,
     dataset_specs,
     served_ensemble,

@@ -15,7 +15,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from models.metrics import exact_match
 from models.registry import create_model
 from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
+from training.config import TrainConfig
 from training.curve import learning_curve
 from training.datasets import DatasetSpec, build, combine, load_dataset
 from training.fitting import fit_and_score
@@ -39,86 +40,6 @@ from training.tune import SweepSpec, TrialOutcome, run_sweep
 from vsandx.settings import Settings
 
 Labels = dict[str, str]
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    lab: int = 5000
-    varied: int = 2000  # field-profile training bundles (domain randomisation), seeds disjoint from val/test
-    val: int = 600
-    test: int = 1000
-    families: tuple[str, ...] = ("cnn_small", "cnn_base", "cnn_deep")
-    samples: int = 16  # sweep trials per family
-    max_epochs: int = 150
-    grace_epochs: int = 10
-    overrides: dict[str, Any] = field(default_factory=dict)  # hyperparameters fixed for every trial
-    baselines: tuple[str, ...] = ("svm", "logreg", "mlp", "mnb", "minirocket")
-    top_k: int = 3
-    curve: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
-    partial: float = 0.5  # share of lab training bundles made partial uploads (see training.datasets)
-    seed: int = 0
-    # Models fitted on the same training bundles and served beside the CNNs (served_ensemble), each
-    # weighing `prior_weight` against the CNNs' 1: the expert rules. Leave-one-cause-out mean 0.825
-    # alone, 0.838 at 0.5, 0.844 at 1; the quick preset's field test set 0.925 alone, 0.94 at 0.5,
-    # 0.895 at 1 (README, "Where accuracy stands"). () serves the CNNs alone.
-    priors: tuple[str, ...] = ("rules",)
-    prior_weight: float = 0.5
-    # The served scores are calibrated per component kind on the validation bundles (models.calibration):
-    # temperature (the default: it never changes a verdict) | isotonic | auto | none. Isotonic maps and
-    # `auto` (which took them for clusters) cost logreg+rules 2.5 points of exact match as simulated
-    # (0.938 -> 0.912) for no better calibration (README, "Calibrated confidence").
-    calibration: str = "temperature"
-
-    def __post_init__(self) -> None:
-        if self.lab <= 0 and self.varied <= 0:
-            raise ValueError("no training bundles: lab and varied are both 0")
-
-    @classmethod
-    def preset(cls, name: str) -> TrainConfig:
-        if name == "quick":  # the whole path in minutes on a 2-core machine
-            return cls(
-                lab=200,
-                varied=200,
-                val=100,
-                test=200,
-                families=("cnn_small",),
-                samples=4,
-                max_epochs=12,
-                grace_epochs=5,
-                overrides={"epochs": 12, "depth": 2},
-                curve=(0.5, 1.0),
-            )
-        if name == "standard":  # within an hour on a 2-core machine: more field-profile bundles (the
-            # leave-one-cause-out figure favours them over lab ones), two families, longer training
-            return cls(
-                lab=200,
-                varied=800,
-                val=200,
-                test=400,
-                families=("cnn_small", "cnn_base"),
-                samples=3,
-                max_epochs=24,
-                grace_epochs=6,
-                overrides={"epochs": 24},
-                curve=(0.5, 1.0),
-            )
-        if name == "smoke":  # CI: every step end to end, tiny
-            return cls(
-                lab=24,
-                varied=8,
-                val=8,
-                test=8,
-                families=("cnn_small",),
-                samples=2,
-                max_epochs=2,
-                grace_epochs=1,
-                overrides={"epochs": 2, "width": 16},
-                top_k=2,
-                curve=(0.5, 1.0),
-            )
-        if name == "full":
-            return cls()
-        raise ValueError(f"unknown preset {name!r}")
 
 
 @dataclass

@@ -111,9 +111,9 @@ def _finish(db: Session, retrain_id: int, **values: Any) -> None:
 def run_retrain(database: Database, settings: ServiceSettings, retrain_id: int) -> str:
     """The worker's side: claim the queued retrain, train and judge a candidate on every feedback-labelled
     bundle, record the decision. Returns the final status ("skipped": not queued, e.g. a duplicate)."""
+    from training.config import TrainConfig
     from training.datasets import LabelledBundle
     from training.retrain import retrain
-    from training.run import TrainConfig
 
     with database.session() as db:
         row = _claim(db, retrain_id)

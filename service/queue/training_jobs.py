@@ -36,7 +36,8 @@ def submit(db: Session, settings: ServiceSettings, preset: str) -> str:
 
 def train(settings: ServiceSettings, preset: str) -> dict[str, Any]:
     """Train and register a model of `preset` (training.run); promoted only if it beats the champion."""
-    from training.run import TrainConfig, run_training
+    from training.config import TrainConfig
+    from training.run import run_training
 
     done = run_training(TrainConfig.preset(preset), settings, progress=False)
     return {"version": done.version, "champion": done.champion, "report": str(done.report)}

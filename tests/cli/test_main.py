@@ -90,7 +90,7 @@ def test_train_with_no_training_bundles_exits_2_before_any_work(
 
 def test_train_help_states_the_presets_as_they_are() -> None:
     from cli.main import TRAIN_PRESETS
-    from training.run import TrainConfig
+    from training.config import TrainConfig
 
     for preset in ("smoke", "quick", "standard", "full"):
         c = TrainConfig.preset(preset)

@@ -26,9 +26,9 @@ from service.queue import retraining
 from service.schemas import FeedbackIn
 from service.store import bundle_store, diagnosis_store, feedback, job_store
 from service.store.db import Database
+from training.config import TrainConfig
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, combine, load_dataset
 from training.retrain import Scores, champion_configs, decide, mcnemar_worse, retrain, split_feedback
-from training.run import TrainConfig
 from training.tracking import Tracker
 from vsandx.components import kind_of
 from vsandx.faults import faults_for_kind

@@ -14,7 +14,8 @@ from diagnosis.predictor import Predictor
 from models.calibration import CalibratedDiagnoser
 from models.ensemble import EnsembleDiagnoser
 from tests.conftest import pipeline_env
-from training.run import TrainConfig, Trained, run_training
+from training.config import TrainConfig
+from training.run import Trained, run_training
 from training.tracking import Tracker
 from vsandx.settings import Settings
 

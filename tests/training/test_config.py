@@ -1,0 +1,25 @@
+"""The training configuration's presets: what each promises, and the configurations refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from training.config import TrainConfig
+
+
+def test_presets_grow_from_smoke_to_full() -> None:
+    smoke, quick, standard, full = (TrainConfig.preset(n) for n in ("smoke", "quick", "standard", "full"))
+    sizes = [c.lab + c.varied for c in (smoke, quick, standard, full)]
+    assert sizes == sorted(sizes) and len(set(sizes)) == 4
+    # the standard preset leans on varied field bundles (the leave-one-cause-out figure favours them)
+    assert standard.varied > standard.lab and standard.families == ("cnn_small", "cnn_base")
+    assert quick.test >= 200 and standard.test >= quick.test  # enough test bundles to measure on
+    for c in (smoke, quick, standard, full):
+        assert c.priors == ("rules",) and c.calibration == "temperature"
+
+
+def test_refused_configurations() -> None:
+    with pytest.raises(ValueError, match="unknown preset"):
+        TrainConfig.preset("huge")
+    with pytest.raises(ValueError, match="no training bundles"):
+        TrainConfig(lab=0, varied=0)
