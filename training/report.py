@@ -2,8 +2,9 @@
 
 Side by side on the field test set: exact match (every component right, the reference system's
 definition), component accuracy, healthy bundles called all-`none`, per-fault recall, training time and
-prediction latency; then the learning curve, accuracy against epochs, learning rate and issue rate,
-and training time against data size.
+prediction latency; what the served scores are worth (calibration, review, the out-of-distribution
+check: training/report_trust.py); then the learning curve, accuracy against epochs, learning rate and
+issue rate, and training time against data size.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from models.base import Diagnoser
 from models.metrics import component_accuracy, exact_match, per_fault
 from pipeline.tensors import BundleTensors
 from training.fitting import is_faulty
+from training.report_trust import KindCalibration, Review, Unusual, calibration_lines, review_lines, unusual_lines
 from vsandx.faults import FAULT_IDS
 
 Labels = dict[str, str]
@@ -50,28 +52,6 @@ class CurvePoint:
 
 
 @dataclass
-class KindCalibration:
-    """How the served model's scores of one component kind were calibrated, and what it bought on the
-    test set: top-label confidences and hits before and after, for the ECE and the reliability diagram."""
-
-    kind: str
-    method: str  # temperature | isotonic
-    temperature: float | None
-    before: tuple[np.ndarray, np.ndarray]  # (confidence, hit) per test component, uncalibrated
-    after: tuple[np.ndarray, np.ndarray]
-
-
-@dataclass
-class Review:
-    """The served model's conformal sets on the test set (models.conformal): per kind and over all,
-    the empirical coverage and the share of components sent to review; the share of bundles with any."""
-
-    coverage: float  # the coverage asked for
-    kinds: list[Any]  # models.conformal.KindReview, "all" last
-    bundles: float
-
-
-@dataclass
 class Results:
     config: dict[str, Any]
     scores: list[ModelScore]
@@ -79,6 +59,7 @@ class Results:
     curve: list[CurvePoint] = field(default_factory=list)
     calibration: list[KindCalibration] = field(default_factory=list)
     review: Review | None = None
+    unusual: Unusual | None = None
 
 
 def score_model(
@@ -155,85 +136,6 @@ def _curve(curve: Sequence[CurvePoint], path: Path) -> None:
     plt.close(fig)
 
 
-def _reliability(cal: Sequence[KindCalibration], path: Path, bins: int = 10) -> None:
-    """Accuracy against confidence per kind, before (dashed) and after calibration; the diagonal is perfect."""
-    fig, axes = plt.subplots(1, len(cal), figsize=(2.6 * len(cal), 2.8), squeeze=False)
-    for ax, c in zip(axes[0], cal, strict=True):
-        for (conf, hit), style, label in ((c.before, "--", "before"), (c.after, "-", "after")):
-            idx = np.minimum((conf * bins).astype(int), bins - 1)
-            used = [b for b in range(bins) if (idx == b).any()]
-            ax.plot([conf[idx == b].mean() for b in used], [hit[idx == b].mean() for b in used], style,
-                    marker="o", ms=3, label=label)  # fmt: skip
-        ax.plot([0, 1], [0, 1], color="#999999", lw=0.8)
-        ax.set(title=c.kind, xlabel="confidence", xlim=(0, 1), ylim=(0, 1.02))
-    axes[0][0].set_ylabel("accuracy")
-    axes[0][-1].legend(loc="lower right", fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def calibration_lines(cal: Sequence[KindCalibration], folder: Path) -> list[str]:
-    """The report's calibration section: ECE per kind on the test set before and after, the diagram."""
-    from models.calibration import ece, ece_if_calibrated
-
-    lines = ["", "## Calibration of the served model (field test set)", "",
-             "Expected calibration error of each component's top score (15 bins; 0 = a score of 90 % is "
-             "right 90 % of the time). The maps were fitted on the validation bundles. The last column is "
-             "what a perfectly calibrated model would show with the same confidences on as many components "
-             "(mean, and 95 % of draws below): an ECE under it cannot be told from calibrated.", "",
-             "| kind | method | temperature | components | ECE before | ECE after | if calibrated |",
-             "|---|---|---|---|---|---|---|"]  # fmt: skip
-    for c in cal:
-        t = f"{c.temperature:.2f}" if c.temperature is not None else ""
-        floor, high = ece_if_calibrated(c.after[0])
-        lines.append(
-            f"| {c.kind} | {c.method} | {t} | {len(c.after[0])} | {ece(*c.before):.3f} | {ece(*c.after):.3f} "
-            f"| {floor:.3f} (95 %: {high:.3f}) |"
-        )
-    _reliability(cal, folder / "reliability.png")
-    return [*lines, "", "![reliability per kind](reliability.png)"]
-
-
-def calibration_results(model: Diagnoser, Xt: Sequence[BundleTensors], yt: Sequence[Labels]) -> list[KindCalibration]:
-    """The served model's calibration per kind on the test set ([] when it is not calibrated)."""
-    from models.calibration import CalibratedDiagnoser, kind_top
-
-    if not isinstance(model, CalibratedDiagnoser):
-        return []
-    before, after = kind_top(model.base_.predict_proba(Xt), Xt, yt), kind_top(model.predict_proba(Xt), Xt, yt)
-    out = []
-    for kind, m in model.summary().items():
-        if kind in after:
-            t = float(np.exp(m["log_t"])) if "log_t" in m else None
-            out.append(KindCalibration(kind, m["method"], t, before[kind], after[kind]))
-    return out
-
-
-def review_results(
-    model: Diagnoser, Xt: Sequence[BundleTensors], yt: Sequence[Labels], coverage: float
-) -> Review | None:
-    """How the served model's conformal sets did on the test set (None: a model without them)."""
-    from models.calibration import CalibratedDiagnoser
-    from models.conformal import review_summary
-
-    if not isinstance(model, CalibratedDiagnoser) or not model.conformal_:
-        return None
-    kinds, bundles = review_summary(model.prediction_sets(Xt, coverage=coverage), Xt, yt)
-    return Review(coverage, kinds, bundles)
-
-
-def review_lines(r: Review) -> list[str]:
-    """The report's "needs review" section: coverage and review share per kind on the test set."""
-    lines = ["", f"## Needs review: conformal sets at {r.coverage:.0%} coverage (field test set)", "",
-             "A component whose set is not a single label is reported as needing review. Coverage: the share of "
-             "sets holding the true label.", "",
-             "| kind | components | coverage | sent to review | mean set size |", "|---|---|---|---|---|"]  # fmt: skip
-    for k in r.kinds:
-        lines.append(f"| {k.kind} | {k.components} | {k.coverage:.3f} | {k.review:.1%} | {k.mean_size:.2f} |")
-    return [*lines, "", f"Bundles with at least one component sent to review: {r.bundles:.1%}."]
-
-
 def write_report(res: Results, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     scores = sorted(res.scores, key=lambda s: -s.exact_match)
@@ -271,6 +173,8 @@ def write_report(res: Results, folder: Path) -> Path:
         lines += calibration_lines(res.calibration, folder)
     if res.review:
         lines += review_lines(res.review)
+    if res.unusual:
+        lines += unusual_lines(res.unusual)
     if res.curve:
         _curve(res.curve, folder / "learning_curve.png")
         lines += ["", "## Learning curve and training time", "", "![learning curve](learning_curve.png)", ""]

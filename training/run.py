@@ -33,7 +33,8 @@ from training.curve import learning_curve
 from training.datasets import DatasetSpec, build, combine, load_dataset
 from training.fitting import fit_and_score
 from training.model_card import model_card
-from training.report import ModelScore, Results, calibration_results, review_results, score_model, write_report
+from training.report import ModelScore, Results, score_model, write_report
+from training.report_trust import calibration_results, review_results, unusual_results
 from training.selection import choose_ensemble, trial_name, winner_configs
 from training.tracking import NoModel, Tracker, fetch_model
 from training.tune import SweepSpec, TrialOutcome, run_sweep
@@ -209,6 +210,7 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
             curve,
             calibration_results(ensemble, Xt, yt),
             review_results(ensemble, Xt, yt, settings.review_coverage),
+            unusual_results(ensemble, Xt, yt),
         )
         report = write_report(res, out / "report")
         parent.log_artifact(report.parent, "report")

@@ -13,7 +13,7 @@ from models.base import KIND_LABEL_INDEX, load_model
 from models.calibration import CalibratedDiagnoser
 from models.conformal import conformal_classifier, label_sets, review_summary, true_alphas
 from models.registry import create_model
-from training.report import review_lines, review_results
+from training.report_trust import review_lines, review_results
 
 from .conftest import LabData
 

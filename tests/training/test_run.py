@@ -62,11 +62,14 @@ def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) 
     assert list(ens.weights) == [1.0 / k] * k + [0.5]  # the CNNs weigh 1 in all, the rules 0.5
     text = done.report.read_text()
     assert served.conformal_  # and the calibration scores behind its review sets travelled with it
-    sections = ("## Field test set", "## Per-fault recall", "## Calibration", "## Needs review", "## Learning curve")
+    sections = ("## Field test set", "## Per-fault recall", "## Calibration", "## Needs review", "## Never seen this",
+                "## Learning curve")  # fmt: skip
     for section in (*sections, "## Sweep"):
         assert section in text
     for png in ("comparison.png", "reliability.png"):
         assert (done.report.parent / png).stat().st_size > 1000
+    # the out-of-distribution check's false flags on the (in-distribution) test set
+    assert re.search(r"false flag: \d+\.\d% of \d+ bundles, \d+\.\d% of the \d+ healthy ones", text)
     # each kind's ECE beside what a calibrated model would show on as many components
     cal = text.split("## Calibration")[1].split("\n## ")[0]
     assert "| if calibrated |" in cal and re.search(r"\| cluster \| temperature \|.*\(95 %: 0\.\d{3}\) \|", cal)
