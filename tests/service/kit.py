@@ -57,6 +57,14 @@ def simulate_bundles(out: Path, model: Path, n: int = 2, seed: int = 42, pool: i
     return found
 
 
+def diagnosed(client: Any, bundle: Path) -> dict[str, Any]:
+    """`bundle` uploaded through the API with ?wait=true (a FastAPI TestClient): the finished job's JSON."""
+    r = client.post("/api/v1/diagnoses?wait=true", files={"bundle": (bundle.name, bundle.read_bytes())})
+    assert r.status_code == 201, r.text
+    got: dict[str, Any] = r.json()
+    return got
+
+
 def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]) -> Path:
     """Built once per test run and shared by the modules (and xdist workers) that ask: made in a
     private folder, then renamed into place; a loser of the race uses the winner's."""

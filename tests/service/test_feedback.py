@@ -22,7 +22,7 @@ from service.store import bundle_store, feedback
 from service.store.db import Database
 from service.store.tables import Feedback, RetrainDecision, utcnow
 from tests.conftest import require
-from tests.service.kit import done_job, redis_available, redis_env, service_settings, until
+from tests.service.kit import diagnosed, done_job, redis_available, redis_env, service_settings, until
 from vsandx.faults import faults_for_kind
 from vsandx.settings import ServiceSettings
 
@@ -33,19 +33,12 @@ def client(tmp_path: Path, model_dir: Path) -> Iterator[TestClient]:
         yield c
 
 
-def _diagnosed(c: TestClient, path: Path) -> dict[str, Any]:
-    r = c.post("/api/v1/diagnoses?wait=true", files={"bundle": (path.name, path.read_bytes())})
-    assert r.status_code == 201, r.text
-    got: dict[str, Any] = r.json()
-    return got
-
-
 def _first(doc: dict[str, Any], kind: str, verdict: str | None = None) -> dict[str, Any]:
     return next(c for c in doc["components"] if c["kind"] == kind and (verdict is None or c["verdict"] == verdict))
 
 
 def test_feedback_is_stored_with_every_label(client: TestClient, bundles: list[Path]) -> None:
-    res = _diagnosed(client, bundles[0])
+    res = diagnosed(client, bundles[0])
     doc = res["diagnosis"]
     nic = _first(doc, "nic")
     other_nic = next(f for f in ("none", *faults_for_kind("nic")) if f != nic["verdict"])
@@ -63,7 +56,7 @@ def test_feedback_is_stored_with_every_label(client: TestClient, bundles: list[P
     assert confirm["corrections"] == {} and confirm["labels"] == {c["id"]: c["verdict"] for c in doc["components"]}
     listed = client.get(f"{res['status_url']}/feedback").json()["items"]
     assert [f["id"] for f in listed] == [confirm["id"], fb["id"]]  # newest first
-    again = _diagnosed(client, bundles[0])  # the same bytes again: feedback goes with the bundle
+    again = diagnosed(client, bundles[0])  # the same bytes again: feedback goes with the bundle
     assert len(client.get(f"{again['status_url']}/feedback").json()["items"]) == 2
     with client.app.state.database.session() as db:  # type: ignore[attr-defined]
         assert feedback.unconsumed(db) == 2
@@ -73,7 +66,7 @@ def test_feedback_is_stored_with_every_label(client: TestClient, bundles: list[P
 
 
 def test_refusals_name_the_field(client: TestClient, bundles: list[Path]) -> None:
-    res = _diagnosed(client, bundles[0])
+    res = diagnosed(client, bundles[0])
     url = f"{res['status_url']}/feedback"
     nic = _first(res["diagnosis"], "nic")["id"]
 
@@ -155,7 +148,7 @@ def test_threshold_queues_a_retrain_and_a_failure_gives_feedback_back(
     # start) would race it for the same feedback on a loaded machine (seen in a parallel full run).
     settings = service_settings(tmp_path / "var", model_dir, retrain_min_feedback=2, housekeeping_in_api=False)
     with TestClient(create_app(settings)) as c:
-        res = [_diagnosed(c, b) for b in bundles[:2]]
+        res = [diagnosed(c, b) for b in bundles[:2]]
         first = c.post(f"{res[0]['status_url']}/feedback", json={"author": "a"}).json()
         assert first["retrain_id"] is None
         second = c.post(f"{res[1]['status_url']}/feedback", json={"author": "a"}).json()

@@ -3,33 +3,16 @@ esxtop, and which did not; a document made before `coverage` existed shows the h
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
 from tests.service.api.test_ui import stored_document
-from tests.service.kit import service_settings
-
-
-@pytest.fixture
-def client(tmp_path: Path, model_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(service_settings(tmp_path / "var", model_dir))) as c:
-        yield c
-
-
-def _done(c: TestClient, bundle: Path) -> dict[str, Any]:
-    r = c.post("/api/v1/diagnoses?wait=true", files={"bundle": (bundle.name, bundle.read_bytes())})
-    assert r.status_code == 201, r.text
-    got: dict[str, Any] = r.json()
-    return got
+from tests.service.kit import diagnosed
 
 
 def test_coverage_in_the_json_and_on_the_page(client: TestClient, bundles: list[Path]) -> None:
-    res = _done(client, bundles[0])
+    res = diagnosed(client, bundles[0])
     cov = res["diagnosis"]["coverage"]
     assert cov["hosts"] == len(res["diagnosis"]["bundle"]["hosts"]) > 0
     page = client.get(f"/diagnoses/{res['id']}").text
@@ -43,7 +26,7 @@ def test_coverage_in_the_json_and_on_the_page(client: TestClient, bundles: list[
 
 
 def test_a_document_without_coverage_still_shows_its_hosts(client: TestClient, bundles: list[Path]) -> None:
-    res = _done(client, bundles[0])
+    res = diagnosed(client, bundles[0])
     with stored_document(client, res["id"]) as doc:
         del doc["coverage"]
     page = client.get(f"/diagnoses/{res['id']}")

@@ -6,32 +6,15 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
 from pipeline.api import load_bundle
-from service.app import create_app
 from service.store import chart_store
 from tests.service.api.test_ui import stored_document
-from tests.service.kit import service_settings
-
-
-@pytest.fixture
-def client(tmp_path: Path, model_dir: Path) -> Iterator[TestClient]:
-    with TestClient(create_app(service_settings(tmp_path / "var", model_dir))) as c:
-        yield c
-
-
-def _done(c: TestClient, bundle: Path) -> dict[str, Any]:
-    r = c.post("/api/v1/diagnoses?wait=true", files={"bundle": (bundle.name, bundle.read_bytes())})
-    assert r.status_code == 201, r.text
-    got: dict[str, Any] = r.json()
-    return got
-
+from tests.service.kit import diagnosed
 
 CITED: list[dict[str, Any]] = [
     {"file": "esx-h1-2026-03-02--10.00/var/run/log/vmkernel.1.gz", "line": 74, "event": "deteriorated",
@@ -43,7 +26,7 @@ SERIES = [{"entity": "disk:h1/naa.1", "metric": "disk.latencyDevDAvg", "time": "
 
 
 def test_the_page_shows_what_each_finding_cites(client: TestClient, bundles: list[Path]) -> None:
-    res = _done(client, bundles[0])
+    res = diagnosed(client, bundles[0])
     for f in res["diagnosis"]["findings"]:  # the API's document carries the fields
         assert {"cited_lines", "series", "onset"} <= set(f) and isinstance(f["cited_lines"], list)
     with stored_document(client, res["id"]) as doc:
@@ -62,7 +45,7 @@ def test_the_page_shows_what_each_finding_cites(client: TestClient, bundles: lis
 
 
 def test_a_healthy_diagnosis_shows_the_clusters_overview(client: TestClient, bundles: list[Path]) -> None:
-    res = _done(client, bundles[0])
+    res = diagnosed(client, bundles[0])
     settings = client.app.state.settings  # type: ignore[attr-defined]
     with stored_document(client, res["id"]) as doc:
         doc["findings"] = []
@@ -94,7 +77,7 @@ DRIVERS = {"method": "integrated gradients (32 steps)", "members": 1, "gain": 3.
 def test_the_page_flags_an_unusual_bundle_and_shows_what_drove_a_finding(
     client: TestClient, bundles: list[Path]
 ) -> None:
-    res = _done(client, bundles[0])
+    res = diagnosed(client, bundles[0])
     assert "unusual" in res["diagnosis"] and all("drivers" in f for f in res["diagnosis"]["findings"])
     page = client.get(f"/diagnoses/{res['id']}").text
     assert 'id="unusual"' not in page and "What drove the verdict" not in page  # logreg: neither
