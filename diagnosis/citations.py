@@ -18,7 +18,7 @@ MAX_LINES: Final = 12  # per finding
 # routine on healthy devices, and no cluster fault has log lines of its own.
 FAULT_EVENTS: Final[dict[str, tuple[str, ...]]] = {
     "net.packet_loss": ("link_down", "link_up", "vob"),
-    "net.link_degraded": ("link_down", "link_up", "vob"),
+    "net.link_degraded": ("link_speed", "link_down", "link_up", "vob"),  # link_speed: "Link is Up 1000 Mbps"
     "disk.latency": (
         "scsi_fail_medium",
         "scsi_fail_host",

@@ -202,20 +202,22 @@ UPLINK_CHECKS: Final = ("uplink:slow_for_design", "uplink:half_duplex")
 def _uplink_checks(kt: KindTensors) -> np.ndarray:
     """(n_nics, 2): faults.md's nicinfo checks of a vSAN uplink, each weighted by the NIC's share of its
     host's vSAN traffic (a 1 GbE management port is normal): log2 of how far its speed falls below the
-    fastest vSAN uplink of the cluster (the speed the network was designed for), up to 1, and half duplex. 0 where
-    nicinfo is missing. (An MTU check is left out: clusters mix 1500 and 9000 across uplinks that share
-    vSAN traffic, so "another MTU than the others" flagged healthy NICs.)"""
+    fastest vSAN uplink of the cluster (the speed the network was designed for) or its own rated speed,
+    up to 1, and half duplex. 0 where the speed is unknown (no nicinfo row, no logged link up). (An MTU
+    check is left out: clusters mix 1500 and 9000 across uplinks that share vSAN traffic, so "another
+    MTU than the others" flagged healthy NICs.)"""
     names = KIND_STATIC["nic"]
     st = np.where(kt.static_mask, kt.static, np.nan)  # (n, S)
-    speed, duplex = (st[:, names.index(c)] for c in ("speed_gbps", "duplex_full"))
+    speed, duplex, rated = (st[:, names.index(c)] for c in ("speed_gbps", "duplex_full", "rated_gbps"))
     share = np.nan_to_num(st[:, names.index("traffic_share")])
     uplink = share >= 0.5  # carries most of its host's vSAN traffic
     ref = uplink & np.isfinite(speed) & (speed > 0)
     design = speed[ref].max() if ref.any() else np.nan
     with np.errstate(divide="ignore", invalid="ignore"):
         # saturated at one doubling: 1 GbE and 100 Mb/s on a 10 GbE design are the same finding, and a
-        # model shown only one of them must not learn how many doublings "slow" takes
-        slow = np.clip(np.log2(design / speed), 0, 1)
+        # model shown only one of them must not learn how many doublings "slow" takes. Below the port's
+        # own rating counts as below the design (a cluster whose known uplinks all run at 1 Gb/s).
+        slow = np.clip(np.log2(np.fmax(design, rated) / speed), 0, 1)
     out = np.stack([share * slow, share * (1 - duplex)], 1)
     return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 

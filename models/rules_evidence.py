@@ -87,7 +87,7 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
     n = len(kt.ids)
     share = static(kt, "traffic_share")
     uplink = np.nan_to_num(share) >= 0.5  # carries most of its host's vSAN traffic (read from the data)
-    speed, duplex = static(kt, "speed_gbps"), static(kt, "duplex_full")
+    speed, duplex, rated = static(kt, "speed_gbps"), static(kt, "duplex_full"), static(kt, "rated_gbps")
     ref = uplink & np.isfinite(speed) & (speed > 0)
     design = float(np.max(speed[ref])) if ref.any() else NAN  # the speed the vSAN network was built for
     # loss rates (per-mille -> percent) beyond the cluster's usual level; port drops apart: a healthy
@@ -113,6 +113,9 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
         "peer_top_mbs": _others_max(np.where(uplink, top, np.nan)),
         "speed_gbps": speed,
         "design_gbps": np.full(n, design),
+        # the port's own rating: a 10/25 GbE NIC at 1000 Mb/s is degraded even where every other vSAN
+        # uplink whose speed is known runs at 1 Gb/s too (the design speed then reads 1 Gb/s)
+        "rated_gbps": rated,
         "half_duplex": np.where(np.isfinite(duplex), (duplex < 0.5) & uplink, NAN),
         "loss_pct": loss - np.nanmedian(loss) if np.isfinite(loss).any() else loss,
         "drops_pct": drops - np.nanmedian(drops) if np.isfinite(drops).any() else drops,

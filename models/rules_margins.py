@@ -40,7 +40,9 @@ THRESHOLDS: Final[dict[str, float]] = {
     "port_drops_pct": 0.5,  # switch-port drops: a healthy uplink at line rate overruns too, so weaker
     # net.link_degraded. vSphere networking guidance: verify every NIC runs at its designed speed and
     # full duplex (a flaky link renegotiates to 1 Gb/s or half duplex). The design speed is the fastest
-    # vSAN uplink of the cluster; slower by 2x or more (1 GbE on 10/25 GbE) fires. Without nicinfo, a
+    # vSAN uplink of the cluster; slower than it, or than the port's own rating (nicinfo's Description:
+    # 10GbE, 25GbE), by 2x or more (1 GbE on 10/25 GbE) fires. The speed is nicinfo's, else the one the
+    # driver logged at link up. Without either, a
     # vSAN uplink whose throughput flat-tops at 1 GbE's payload rate (~110-120 MB/s) for a share of the
     # window is the same finding.
     "speed_ratio": 2.0,
@@ -134,7 +136,9 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
     ev = ev if ev is not None else bundle_evidence(bt)
     n, h, g, d, c = (ev[k] for k in ("nic", "host", "diskgroup", "disk", "cluster"))
     with np.errstate(invalid="ignore", divide="ignore"):
-        slow = np.where(n["vsan_share"] >= th["uplink_share"], n["design_gbps"] / n["speed_gbps"], np.nan)
+        # below the design speed, or below the port's own rated speed (NaN where neither is known)
+        below = np.fmax(n["design_gbps"], n["rated_gbps"]) / n["speed_gbps"]
+        slow = np.where(n["vsan_share"] >= th["uplink_share"], below, np.nan)
         flat_top = np.where(
             (n["uplink"] > 0.5) & np.isnan(n["speed_gbps"]),
             all_of(down(n["tput_top_mbs"], th["gbe_top_mbs"]), up(n["tput_top_mbs"], th["gbe_floor_mbs"]),

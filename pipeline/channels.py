@@ -155,7 +155,8 @@ KIND_STATIC: Final[dict[str, tuple[str, ...]]] = {
         "all_flash_share",
     ),
     "host": ("has_bundle", "has_esxtop", "has_logs", "n_nics", "n_diskgroups", "n_disks", "n_vsan_vmknics"),
-    "nic": ("speed_gbps", "duplex_full", "mtu_k", "link_up", "in_perf", "traffic_share"),
+    # rated_gbps: what the NIC was built for, read off nicinfo's Description (10GbE, 25GbE, Gigabit)
+    "nic": ("speed_gbps", "duplex_full", "mtu_k", "link_up", "in_perf", "traffic_share", "rated_gbps"),
     "diskgroup": ("dedup", "compression", "all_flash", "n_capacity"),
     "disk": ("is_cache", "is_ssd", "is_capacity", "dedup", "compression"),
 }

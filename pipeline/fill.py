@@ -106,7 +106,7 @@ def _event_target(ev: LogEvent, hn: str, topo: Topology) -> list[tuple[str, str]
         did = topo.disk_of_dev.get((hn, ev.device or ""))
         if did:
             return [("disk", did)]
-    if ev.kind in ("link_down", "link_up") or (ev.kind == "vob" and ev.vmnic):
+    if ev.kind in ("link_down", "link_up", "link_speed") or (ev.kind == "vob" and ev.vmnic):
         nid = nic_id(hn, ev.vmnic or "")
         if nid in topo.components:
             return [("nic", nid)]

@@ -1,4 +1,5 @@
-"""Static side features per component (link speed, duplex, MTU, tier, device type, dedup), cluster context."""
+"""Static side features per component (link speed, rated speed, duplex, MTU, tier, device type, dedup),
+cluster context."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 from pipeline.channels import KIND_STATIC
 from pipeline.grid import Grid
 from pipeline.parse.bundle import ParsedBundle
+from pipeline.parse.linkspeed import last_speeds
 from pipeline.parse.perfdump import PerfEntity
 from pipeline.tensors import KindTensors
 from pipeline.topology import Topology
@@ -82,9 +84,20 @@ def _traffic_share(pb: ParsedBundle, topo: Topology) -> dict[str, float]:
     }
 
 
+def _logged_speeds(topo: Topology) -> dict[str, tuple[float, bool | None]]:
+    """Per NIC component, the speed and duplex its driver last logged at link up (and the link did not
+    go down after): what an engineer reads in vmkernel where nicinfo does not say."""
+    out = {}
+    for hn, files in topo.logs.items():
+        for nic, got in last_speeds(e for lf in files for e in lf.events).items():
+            out[nic_id(hn, nic)] = got
+    return out
+
+
 def fill_static(pb: ParsedBundle, topo: Topology, grid: Grid, kinds: dict[str, KindTensors], n_vms: int) -> None:
     share = _traffic_share(pb, topo)
     pnic_ids = set(share)
+    logged = _logged_speeds(topo)
     for i, cid in enumerate(kinds["nic"].ids):
         c = topo.components[cid]
         kt = kinds["nic"]
@@ -94,6 +107,13 @@ def fill_static(pb: ParsedBundle, topo: Topology, grid: Grid, kinds: dict[str, K
             _set(kt, i, "duplex_full", r.duplex_full)
             _set(kt, i, "mtu_k", None if r.mtu is None else r.mtu / 1000)
             _set(kt, i, "link_up", r.link_up)
+            _set(kt, i, "rated_gbps", None if r.rated_mbps is None else r.rated_mbps / 1000)
+        # nicinfo missing (the host's, or the speed column): the speed logged at its last link up. A port
+        # nicinfo reports down keeps an unknown speed whatever it negotiated before.
+        if cid in logged and (r is None or (r.speed_mbps is None and r.link_up is not False)):
+            mbps, full = logged[cid]
+            _set(kt, i, "speed_gbps", mbps / 1000)
+            _set(kt, i, "duplex_full", full)
         _set(kt, i, "in_perf", cid in pnic_ids)
         _set(kt, i, "traffic_share", share.get(cid))
     for i, cid in enumerate(kinds["disk"].ids):

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 # Bump on any change to channels, static features, units or scaling: cached tensors key on it.
 # 2: nic ev.link_down/ev.link_up also count vobd's link VOBs (one per transition, covered where vobd or
 # vmkernel is); a link-down port's speed_gbps/duplex_full are unknown (masked), not 0 and half duplex.
-SCHEMA_VERSION: Final = "vsandx.tensors/3"
+# 4: nic static rated_gbps (the rated speed in nicinfo's Description); speed_gbps/duplex_full from the
+# driver's last logged link-up line where nicinfo gives none.
+SCHEMA_VERSION: Final = "vsandx.tensors/4"
 
 
 @dataclass

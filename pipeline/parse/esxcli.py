@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Final
 
 
 def _is_rule(line: str) -> bool:
@@ -42,6 +43,30 @@ class NicRow:
     duplex_full: bool | None  # None: not reported, or the link is down
     mtu: float | None
     driver: str | None
+    rated_mbps: float | None = None  # what the port was built for, read off its Description (rated_mbps)
+
+
+# A rating in a NIC's description: "10GbE", "25GbE", "100GbE", "10-Gigabit", "10 Gigabit", "10GBASE-T",
+# "10Gb/25Gb", "25G" (a number, then a unit right after it), or "Gigabit" with no number before it (1 GbE:
+# "I350 Gigabit Network Connection", "NetXtreme BCM5720 Gigabit Ethernet"). Every run is bounded and the
+# alternatives start on different characters: linear.
+_RATING: Final = re.compile(
+    r"(?<![\w.])(\d{1,3}(?:\.\d)?)[ -]?(?:gbe|gige|gigabit|gbase|gb/s|gbps|gb|g)(?![a-z0-9])", re.IGNORECASE
+)
+_GIGABIT: Final = re.compile(r"(?<![\w-])gigabit(?![a-z])", re.IGNORECASE)
+# Ethernet's rates in Gb/s: a number outside them ("X710", "ConnectX-4", "I350-T2") is a model, not a rate.
+_RATES: Final = frozenset({1.0, 2.5, 5.0, 10.0, 25.0, 40.0, 50.0, 100.0, 200.0, 400.0})
+DESCRIPTION_CHARS: Final = 256  # a description past this (a hostile 1 MB cell) is read no further
+
+
+def rated_mbps(description: str | None) -> float | None:
+    """The speed a NIC was built for, from its description, in Mb/s: the fastest rating it names (a
+    "10Gb/25Gb" port is a 25 GbE port that can run at 10); None when it names none."""
+    text = (description or "")[:DESCRIPTION_CHARS]
+    rates = [float(m[1]) for m in _RATING.finditer(text) if float(m[1]) in _RATES]
+    if rates:
+        return 1000.0 * max(rates)
+    return 1000.0 if _GIGABIT.search(text) else None
 
 
 def _bool(v: str | None) -> bool | None:
@@ -184,6 +209,7 @@ def parse_nicinfo(text: str) -> list[NicRow]:
             name = name.split()[0]
             r = _row(name, link, speed, duplex, details.get(name))
             r.mtu, r.driver = _num(cells.get("MTU")), cells.get("Driver") or None
+            r.rated_mbps = rated_mbps(cells.get("Description"))
             out.append(r)
         return out
     return []

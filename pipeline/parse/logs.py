@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+from pipeline.parse.linkspeed import link_speed, to_detail
 from pipeline.parse.linkvob import LinkTracker
 from pipeline.parse.logcite import CITE_TOTAL, Citer
 from pipeline.parse.textio import BoundedLines
@@ -44,7 +45,7 @@ _DEV_START: Final = re.compile(r"\b(?:naa|eui|t10|mpx)\.")
 _DEV_RUN: Final = re.compile(r"[A-Za-z0-9_.:-]++")
 _DEV_END: Final = frozenset(" \t\n\r\f\v\"',)]")
 _VMNIC: Final = re.compile(r"\b(vmnic\d+)\b")
-_KEYS: Final = (b"ScsiDeviceIO", b"LSOM", b"Link ", b"permanent error", b"performance has")
+_KEYS: Final = (b"ScsiDeviceIO", b"LSOM", b"ink ", b"permanent error", b"performance has")  # ink: Link, link
 MEMO_LINES: Final = 8192
 MEMO_LINE_BYTES: Final = 512  # the memo holds at most 4 MiB of line text
 
@@ -63,6 +64,7 @@ EVENT_KINDS: Final = (
     "lsom_congestion_clear",
     "link_down",
     "link_up",
+    "link_speed",  # a driver's link-up line: speed and duplex in `detail` (linkspeed), in no channel
     "perm_error",
     "vob",
 )
@@ -212,6 +214,8 @@ def _message_event(t: float, text: str) -> LogEvent | None:
         nic = _LINK_NIC.search(text) if last else None
         if last and nic and nic.end() <= last.start():
             return LogEvent(t, "link_down" if last[1].lower() == "down" else "link_up", vmnic=nic[1])
+    if "ink " in text and (sp := link_speed(text)) is not None:  # a driver's link-up line with its speed
+        return LogEvent(t, "link_speed", vmnic=sp.vmnic, detail=to_detail(sp))
     return None
 
 

@@ -48,6 +48,8 @@ def test_every_variant_passes_the_checker(made: dict[str, Bundle], variant: str,
 def test_link100_moves_the_design_uplinks_to_100_gbe(made: dict[str, Bundle]) -> None:
     speeds = _static(_load(made["link100"]), "nic", "speed_gbps")
     assert 100.0 in speeds and set(speeds.tolist()) <= {1.0, 100.0}  # a 1 GbE management port stays
+    rated = _static(_load(made["link100"]), "nic", "rated_gbps")
+    assert 100.0 in rated and set(rated.tolist()) <= {1.0, 10.0, 25.0, 100.0}  # unused ports keep their cards
     nicinfo = b"".join(v for k, v in made["link100"].files.items() if k.endswith("nicinfo.sh.txt"))
     assert b" 100000 " in nicinfo and b"100GbE" in nicinfo
 

@@ -38,15 +38,17 @@ def test_low_oio_fires_at_one_and_at_two_threads_per_disk(cause: str) -> None:
 
 @pytest.mark.parametrize("cause", ["speed_1g", "speed_100m", "half_duplex"])
 def test_link_rule_fires_through_every_cause(cause: str) -> None:
-    """Measured 5, 6 and 7 of 8: the misses lack nicinfo on that host (no speed to read) and carry too
-    little load to flat-top, or sit in a cluster whose every known vSAN uplink runs at 1 Gb/s."""
+    """Measured 6, 6 and 7 of 8 (5, 6 and 7 before the rated speed and the logged link-up speed): every
+    miss is on a host whose support bundle is not in the upload (no nicinfo, no logs: no speed to read)
+    and whose uplink carries too little load to flat-top. A cluster whose every known vSAN uplink runs
+    at 1 Gb/s is caught by the port's own rating (tests/pipeline/test_static.py)."""
     hits = 0
     for i in range(8):
         bt, y = _bundle("net.link_degraded", cause, i)
         m = rule_margins(bt, THRESHOLDS)["net.link_degraded"]
         bad = [j for j, cid in enumerate(bt.kinds["nic"].ids) if y.get(cid) == "net.link_degraded"]
         hits += bool(bad) and bool((m[bad] > 0).all())
-    assert hits >= 5, (cause, hits)
+    assert hits >= 6, (cause, hits)
 
 
 def test_margins_are_finite_and_capped() -> None:

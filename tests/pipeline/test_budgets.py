@@ -22,7 +22,7 @@ from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
 from pipeline import PipelineConfig, load_bundle
 from pipeline.errors import CorruptArchive, LimitExceeded
-from pipeline.parse import bundle, cmmds, esxcli, esxtop, logs, perfdump, perfstream, textio
+from pipeline.parse import bundle, cmmds, esxcli, esxtop, linkspeed, logs, perfdump, perfstream, textio
 from pipeline.read import ReadReport, iter_members
 
 MiB = 1024 * 1024
@@ -74,11 +74,17 @@ _ADVERSARIAL = [
     b"Device LSOM ] 1 " * 70_000,
     b"- " * 500_000 + b"x",
     b"0000000-" * 130_000,
+    # link-up speed lines (linkspeed) and NIC ratings in descriptions (esxcli._RATING)
+    b"vmnic1 link is up, " * 55_000,
+    b"1000 M" * 175_000 + b"bps",
+    b"link speed " * 95_000,
+    b"full duplex: " * 80_000,
+    b"10 Gigabit-" * 95_000,
 ]
 
 
 def _patterns() -> list[tuple[str, re.Pattern[str] | re.Pattern[bytes]]]:
-    mods: list[ModuleType] = [logs, cmmds, esxcli, esxtop, perfstream, perfdump, bundle, textio]
+    mods: list[ModuleType] = [logs, linkspeed, cmmds, esxcli, esxtop, perfstream, perfdump, bundle, textio]
     out = []
     for mod in mods:
         for name, val in vars(mod).items():
@@ -123,9 +129,13 @@ def test_every_regex_on_untrusted_text_is_linear() -> None:
     not with its square (the old link pattern: ~40 minutes on 1 MB). Then every pattern and matcher on
     the 1 MB lines, to the end."""
     pats = _patterns()
-    assert {"pipeline.parse.logs._SCSI", "pipeline.parse.logs._LINK_WORD", "pipeline.parse.cmmds._TOKEN"} <= {
-        n for n, _ in pats
-    }
+    assert {
+        "pipeline.parse.logs._SCSI",
+        "pipeline.parse.logs._LINK_WORD",
+        "pipeline.parse.cmmds._TOKEN",
+        "pipeline.parse.linkspeed._RATE",
+        "pipeline.parse.esxcli._RATING",
+    } <= {n for n, _ in pats}
     lines = [ln[: 1 << 20] for ln in _ADVERSARIAL]
     texts = [ln.decode("latin-1") for ln in lines]
     for name, pat in pats:

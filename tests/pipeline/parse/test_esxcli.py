@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,42 @@ def test_real_nic_list_with_down_ports() -> None:
         ("vmnic2", True, 1000, True, 1500, "igbn"),  # a 1 GbE port that is up stays 1 GbE
         ("vmnic3", False, None, None, 1500, "igbn"),
     ]
+    # what each port was built for: "10-Gigabit" is 10 GbE; "Server Adapter I350-T2" names no rating
+    assert [r.rated_mbps for r in rows] == [10000, 10000, None, None]
+
+
+@pytest.mark.parametrize(
+    ("description", "rated"),
+    [
+        ("Intel(R) Ethernet Controller X710 for 10GbE SFP+", 10000),
+        ("Mellanox Technologies ConnectX-4 Lx EN NIC; 25GbE; dual-port SFP28", 25000),
+        ("Mellanox Technologies ConnectX-6 Dx EN NIC; 100GbE; dual-port QSFP56", 100000),
+        ("Intel Corporation I350 Gigabit Network Connection", 1000),
+        ("Broadcom NetXtreme BCM5720 Gigabit Ethernet PCIe", 1000),
+        ("Intel Corporation 82599EB 10-Gigabit SFI/SFP+ Network Connection", 10000),
+        ("QLogic 57810 10 Gigabit Ethernet Adapter", 10000),
+        ("Intel(R) Ethernet Controller X550 10GBASE-T", 10000),
+        ("Broadcom BCM57414 NetXtreme-E 10Gb/25Gb RDMA Ethernet Controller", 25000),  # the fastest it names
+        ("Chelsio T580 40GbE", 40000),
+        ("HPE Ethernet 25G 2-port SFP28", 25000),
+        ("Intel Corporation Ethernet Server Adapter I350-T2", None),  # model numbers are not rates
+        ("Intel(R) Ethernet Controller E810-C for QSFP", None),
+        ("Acme 7GbE", None),  # not an Ethernet rate
+        ("", None),
+        (None, None),
+    ],
+)
+def test_rated_speed_from_the_description(description: str | None, rated: float | None) -> None:
+    assert esxcli.rated_mbps(description) == rated
+
+
+def test_a_1mb_description_stays_bounded() -> None:
+    """A hostile cell: read to DESCRIPTION_CHARS only, in linear time, the row still parsed."""
+    for junk in ("10GbE" * 200_000, "1" * 1_000_000 + " GbE", "Gigabit " * 125_000, "10 " * 333_333):
+        t0 = time.process_time()
+        text = HEAD + _row("vmnic0", "Up", "10000", "Full").replace("Intel X550", junk)
+        (row,) = esxcli.parse_nicinfo(text)
+        assert row.speed_mbps == 10000 and time.process_time() - t0 < 1.0
 
 
 @pytest.mark.parametrize(
@@ -91,3 +128,12 @@ def test_details_of_other_devices_are_ignored() -> None:
 def test_a_later_section_does_not_inherit_the_last_nic() -> None:
     details = "NIC:  vmnic0\n\nNICInfo:\n   Link Detected: true\nPort statistics:\n   Link Status: Down\n"
     assert _read([("vmnic0", "Up", "10000", "Full")], details) == [("vmnic0", True, 10000, True)]
+
+
+def test_the_simulators_descriptions_carry_their_rating() -> None:
+    """data/simulate draws each NIC's description for its design speed (a renegotiated link keeps it)."""
+    from data.simulate.ood import _NIC_100G, LINK_100G
+    from data.simulate.topology import _NIC_HW
+
+    for speed, (_drv, desc) in {**_NIC_HW, LINK_100G: _NIC_100G}.items():
+        assert esxcli.rated_mbps(desc) == speed, desc
