@@ -55,6 +55,18 @@ class Attribution:
     delta: float  # gain - (series.sum() + features.sum()): the integral's error
 
 
+def receptive_field(cnn: CNNDiagnoser) -> int:
+    """Steps of input one encoder position sees: the stem's patch, then each block's kernel at a
+    resolution that doubles after it (models.cnn_layers.KindEncoder halves T after each block). An
+    attribution can spread up to half of it on either side of the steps that matter, so a span is only
+    as sharp as this."""
+    rf, res = cnn.stride, cnn.stride
+    for _ in range(cnn.depth):
+        rf += (cnn.kernel_size - 1) * res
+        res *= 2
+    return int(rf)
+
+
 def cnn_members(model: Diagnoser) -> list[tuple[CNNDiagnoser, float]]:
     """The CNNs inside a served model with their weight in its average (0..1 of all members), calibration
     wrappers and ensembles unwrapped; [] for a model without CNNs."""
