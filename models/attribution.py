@@ -39,7 +39,8 @@ from pipeline.channels import KIND_CHANNELS
 from pipeline.tensors import BundleTensors
 
 if TYPE_CHECKING:
-    from models.cnn import ClusterCNN, CNNDiagnoser
+    from models.cnn import CNNDiagnoser
+    from models.cnn_net import ClusterCNN
 
 STEPS = 32  # path points: |delta| / gain median 3 % on held-out lab bundles (16 % at 8 steps, 1.6 % at 64)
 

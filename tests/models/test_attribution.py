@@ -138,7 +138,7 @@ def test_the_row_forward_equals_the_whole_forward(lab: LabData, seeds: int, peer
     import torch
 
     from models.attribution import _row_log_prob
-    from models.cnn import ClusterCNN
+    from models.cnn_net import ClusterCNN
     from models.cnn_train import collate, to_arrays
     from models.seeds import SeedStack
 

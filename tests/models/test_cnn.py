@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from models.base import load_model
-from models.cnn import ClusterCNN
+from models.cnn_net import ClusterCNN
 from models.cnn_train import collate, feature_stats, to_arrays
 from models.features import bundle_features, feature_names
 from models.registry import create_model

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from models.cnn import ClusterCNN
+from models.cnn_net import ClusterCNN
 from models.cnn_train import collate, to_arrays
 from models.registry import create_model
 from pipeline.channels import KIND_CHANNEL_DEFS

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from models.cnn import ClusterCNN
+from models.cnn_net import ClusterCNN
 from models.cnn_train import fit_network, normalisation_stats
 from models.metrics import evaluation_report
 from models.registry import create_model, list_models

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from models.base import load_model
-from models.cnn import ClusterCNN
+from models.cnn_net import ClusterCNN
 from models.cnn_train import collate, to_arrays
 from models.registry import create_model
 from models.seeds import SeedStack
