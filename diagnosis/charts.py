@@ -163,9 +163,9 @@ def _short(cid: str) -> str:
     return cid.split(":", 1)[-1]
 
 
-def panel(bt: BundleTensors, component: str, spec: PanelSpec) -> tuple[Panel, np.ndarray, np.ndarray] | None:
-    """The panel, and its subject and peers in the tensor's own scale (for the onset); None when the
-    channel has no data for the subject."""
+def _locate(bt: BundleTensors, component: str, spec: PanelSpec) -> tuple[str, int | None, int] | None:
+    """(kind, row, channel index) a panel of `spec` reads for `component` (row None: every host); None
+    when the component or the channel is not in the bundle."""
     kind = component.split(":", 1)[0]
     if kind not in bt.kinds or component not in bt.kinds[kind].ids:
         return None
@@ -173,18 +173,42 @@ def panel(bt: BundleTensors, component: str, spec: PanelSpec) -> tuple[Panel, np
     kt: KindTensors = bt.kinds[tkind]
     if spec.channel not in KIND_CHANNELS[tkind] or (row is not None and row < 0) or not kt.ids:
         return None
-    c = KIND_CHANNELS[tkind].index(spec.channel)
+    return tkind, row, KIND_CHANNELS[tkind].index(spec.channel)
+
+
+def _dating(bt: BundleTensors, component: str, spec: PanelSpec) -> tuple[np.ndarray, np.ndarray] | None:
+    """The subject's and its peers' series in the tensor's own scale, as the onset reads them; None
+    when the subject has no data on this channel."""
+    got = _locate(bt, component, spec)
+    if got is None:
+        return None
+    tkind, row, c = got
+    kt = bt.kinds[tkind]
+    raw = np.where(kt.mask[:, c, :], kt.values[:, c, :], np.nan)
+    if row is None:  # every host: their total is the subject
+        if np.isnan(raw).all():
+            return None
+        return np.where(np.isnan(raw).all(axis=0), np.nan, np.nansum(raw, axis=0)), raw[:0]
+    if np.isnan(raw[row]).all():
+        return None
+    return raw[row], raw[peers_of(bt, tkind, row)]
+
+
+def panel(bt: BundleTensors, component: str, spec: PanelSpec) -> Panel | None:
+    """The panel in display units; None when the channel has no data for the subject."""
+    got = _locate(bt, component, spec)
+    if got is None:
+        return None
+    tkind, row, c = got
+    kt = bt.kinds[tkind]
     unit, factor = display(KIND_CHANNEL_DEFS[tkind][c].unit)
     x = decoded(kt, spec.channel)
-    raw = np.where(kt.mask[:, c, :], kt.values[:, c, :], np.nan)
     if row is None:  # every host: their total is the subject, each host a thin line
         if np.isnan(x).all():
             return None
         total = np.where(np.isnan(x).all(axis=0), np.nan, np.nansum(x, axis=0))
-        sub_raw = np.where(np.isnan(raw).all(axis=0), np.nan, np.nansum(raw, axis=0))
-        p = Panel(spec.title, spec.channel, unit, "all hosts, total", _rows(total[None], [0], factor)[0],
-                  "each host", _rows(x, list(range(len(kt.ids))), factor))  # fmt: skip
-        return p, sub_raw, raw[:0]
+        return Panel(spec.title, spec.channel, unit, "all hosts, total", _rows(total[None], [0], factor)[0],
+                     "each host", _rows(x, list(range(len(kt.ids))), factor))  # fmt: skip
     if np.isnan(x[row]).all():
         return None
     peers = peers_of(bt, tkind, row)
@@ -192,7 +216,7 @@ def panel(bt: BundleTensors, component: str, spec: PanelSpec) -> tuple[Panel, np
               PEER_NAMES.get(tkind, ""), _rows(x, peers, factor))  # fmt: skip
     if tkind == "nic":
         _link_rate(p, kt, row, float(np.nanmax(x[row])) * factor)
-    return p, raw[row], raw[peers]
+    return p
 
 
 def _link_rate(p: Panel, kt: KindTensors, row: int, top: float) -> None:
@@ -207,18 +231,24 @@ def _link_rate(p: Panel, kt: KindTensors, row: int, top: float) -> None:
         p.ref, p.ref_label = rate, f"negotiated rate ({gbps:g} Gb/s)"
 
 
+def onset_for(bt: BundleTensors, component: str, fault: str) -> Onset | None:
+    """When the fault began on `component`, as its chart marks it: dated on the panels a spec marks, then
+    on the others in order (a cause that leaves a counter flat, such as a loss in the vmkernel TCP/IP
+    stack that moves no pnic counter, is dated by the one that moved). Reads the series only: the
+    findings ask for it on the prediction path, where no chart is drawn."""
+    specs = SPECS.get(fault, ())
+    for spec in [s for s in specs if s.onset] + [s for s in specs if not s.onset]:
+        got = _dating(bt, component, spec)
+        if got is not None and (onset := estimate_onset(got[0], got[1], spec.direction)) is not None:
+            return onset
+    return None
+
+
 def chart_for(bt: BundleTensors, component: str, fault: str) -> Chart | None:
-    built = [(spec, p) for spec in SPECS.get(fault, ()) if (p := panel(bt, component, spec)) is not None]
-    if not built:
+    panels = [p for spec in SPECS.get(fault, ()) if (p := panel(bt, component, spec)) is not None]
+    if not panels:
         return None
-    # marked panels first, then the others in order: a cause that leaves a counter flat (a loss in the
-    # vmkernel TCP/IP stack moves no pnic counter) is dated by the one that moved
-    dating = [b for b in built if b[0].onset] + [b for b in built if not b[0].onset]
-    onset = None
-    for spec, (_, x, peers) in dating:
-        if (onset := estimate_onset(x, peers, spec.direction)) is not None:
-            break
-    return Chart(component, fault, bt.start, bt.step_s, [p for _, (p, _, _) in built], onset)
+    return Chart(component, fault, bt.start, bt.step_s, panels, onset_for(bt, component, fault))
 
 
 def overview(bt: BundleTensors) -> Chart | None:

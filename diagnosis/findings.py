@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from diagnosis.charts import chart_for
+from diagnosis.charts import onset_for
 from diagnosis.citations import cited_lines
 from diagnosis.onset import Onset, describe
 from diagnosis.series import decoded, display, peers_of
@@ -243,10 +243,10 @@ def findings(bt: BundleTensors, verdicts: Mapping[str, tuple[str, float]]) -> li
             continue
         f = FAULTS[fault]
         where = comp.split(":", 1)[1] if ":" in comp else "the cluster"
-        chart = chart_for(bt, comp, fault)
-        at = chart.onset if chart is not None and chart.onset is not None and not chart.onset.at_start else None
+        onset = onset_for(bt, comp, fault)
+        at = onset if onset is not None and not onset.at_start else None
         read = _read(bt, comp, fault, at.step if at is not None else None)
         out.append(Finding(comp, fault, conf, f"{f.title} ({where})", f.recommendation, [t for t, _ in read],
                            cited_lines(bt, comp, fault), [w for _, w in read],
-                           onset_of(chart.onset if chart else None, bt)))  # fmt: skip
+                           onset_of(onset, bt)))  # fmt: skip
     return sorted(out, key=lambda x: -x.confidence)
