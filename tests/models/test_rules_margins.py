@@ -69,3 +69,41 @@ def test_named_margins_are_computed_once_per_bundle_object() -> None:
     assert RulesDiagnoser().margins([bt])[0] is first
     custom = RulesDiagnoser(thresholds={"loss_pct": 0.2}).margins([bt])[0]
     assert custom is not first  # other thresholds are computed afresh
+
+
+def _flat_top(bt: BundleTensors, top: float, peers: float) -> float:
+    """The link rule's margin for the first vSAN uplink, its speed unknown, flat at `top` MB/s for the
+    whole window while the busiest other uplink carries `peers` MB/s."""
+    ev = bundle_evidence(bt)
+    nic = ev["nic"]
+    j = int(np.flatnonzero(nic["uplink"] > 0.5)[0])
+    for k, v in {"speed_gbps": np.nan, "half_duplex": np.nan, "tput_top_mbs": top, "tput_at_top": 1.0,
+                 "peer_top_mbs": peers, "vsan_share": 1.0}.items():  # fmt: skip
+        nic[k] = nic[k].copy()
+        nic[k][j] = v
+    return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
+
+
+def test_flat_top_at_a_link_rate_fires_clearly_and_only_there() -> None:
+    """1 GbE's payload ceiling (~117 MB/s) and 100 Mb/s' (~12 MB/s) are bands, not distances: at the
+    canonical 117.5 MB/s the rule used to fire by 0.09 (log2 125/117.5) and its calibration dropped it.
+    Between the two rates, or with peers carrying as little, it does not fire."""
+    bt, _ = _bundle("net.packet_loss", "switch_overrun", 0)
+    assert _flat_top(bt, 117.5, 354.0) > 0.25  # graded by the peers' 3x, not by the 125 MB/s edge
+    assert _flat_top(bt, 117.5, 1000.0) > 1.5  # then its time at the top (100 % against 30 %) grades it
+    assert _flat_top(bt, 11.8, 60.0) > 1.0
+    assert _flat_top(bt, 50.0, 500.0) < 0  # no link rate flat-tops at 50 MB/s
+    assert _flat_top(bt, 117.5, 130.0) < 0  # the peers carry as little: the load, not the link
+
+
+def test_one_thread_on_one_disk_is_not_on_the_rules_edge() -> None:
+    """A one-thread benchmark's oio per VM sits near 1-2; with the lower bound at 1 its margin was
+    0.4-0.6 and the held-out one-thread cause went unreported (recall 0.64, bench_generalise fold 0)."""
+    margins = []
+    for i in range(8):
+        bt, _ = _bundle("cluster.low_oio", "one_thread", i)
+        opv = bundle_evidence(bt)["cluster"]["oio_per_vm"][0]
+        m = rule_margins(bt, THRESHOLDS)["cluster.low_oio"][0]
+        if opv < 2:
+            margins.append(m)
+    assert margins and min(margins) > 0.9, margins
