@@ -30,7 +30,7 @@ TRAIN_PRESETS = """defaults, by preset (training.run.TrainConfig.preset):
   preset  --lab  --varied  --val  --test  --samples  --families                    --seed
   smoke      24        8      8      8          2  cnn_small                         0
   quick     200      200    100    200          4  cnn_small                         0
-  standard  200      800    200    400          3  cnn_small,cnn_base                0
+  standard  200      800    200    400          2  cnn_small,cnn_base                0
   full     5000     2000    600   1000         16  cnn_small,cnn_base,cnn_deep      0
 without --quick, --standard or --smoke the full preset runs (days on a 2-core CPU)."""
 
@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     size = tr.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small sweep, all baselines, the report (minutes)")
-    size.add_argument("--standard", action="store_true", help="more field bundles, two families, 24 epochs")
+    size.add_argument("--standard", action="store_true", help="more field bundles, two families, 16 epochs (an hour)")
     size.add_argument("--smoke", action="store_true", help="tiny end-to-end run (CI)")
     tr.add_argument("--lab", type=_count, help="lab training bundles (0 = varied only)")
     tr.add_argument("--varied", type=_count, help="field-profile training bundles (domain randomisation; 0 = lab only)")

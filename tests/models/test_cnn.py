@@ -71,3 +71,21 @@ def test_a_wide_model_trains_saves_and_loads(lab: LabData, tmp_path: Path) -> No
         assert a.keys() == b.keys()
         for cid in a:
             np.testing.assert_allclose(a[cid], b[cid], rtol=1e-6)
+
+
+def test_each_family_sweeps_its_own_size_class() -> None:
+    """A family's sweep cannot draw another family's size: the largest network cnn_small's space
+    allows is smaller than cnn_base's defaults' widest-deepest neighbour, and no family draws the
+    stride-2, width-96, depth-4+ networks that took 150-580 s an epoch in the standard preset."""
+    from models.registry import default_config, search_space
+
+    def biggest(name: str) -> tuple[int, int, int]:
+        sp = search_space(name)
+        return max(sp["width"][1]), sp["depth"][2], min(sp["stride"][1])
+
+    for name in ("cnn_small", "cnn_base", "cnn_deep"):
+        width, depth, stride = biggest(name)
+        cfg = default_config(name)
+        assert cfg["width"] in search_space(name)["width"][1] and cfg["depth"] <= depth
+        assert not (width >= 96 and depth >= 4 and stride <= 2), name
+    assert biggest("cnn_small")[:2] <= (default_config("cnn_base")["width"], default_config("cnn_base")["depth"])
