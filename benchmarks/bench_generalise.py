@@ -92,7 +92,8 @@ def main() -> int:
     ap.add_argument("--cnn-seeds", type=int, default=3)
     ap.add_argument("--data", default=str(REPO / "var" / "bench-generalise"))
     ap.add_argument("--combine", default="cnn_small+rules,logreg+rules",
-                    help="fitted models averaged (a+b; a+b*0.5 weighs b by 0.5) and scored too")  # fmt: skip
+                    help="fitted models averaged (a+b; a+b*0.5 weighs b by 0.5; a+b*0.5@cluster=2 weighs b by 2 "
+                    "on cluster components) and scored too")  # fmt: skip
     ap.add_argument("--calibrate", default="", help="also score each model calibrated on the val set by these "
                     "methods (temperature,isotonic,auto: models.calibration)")  # fmt: skip
     ap.add_argument("--coverage", type=float, default=0.95, help="of a calibrated model's conformal sets")
@@ -137,11 +138,10 @@ def main() -> int:
             model = make(name, args.epochs, args.cnn_seeds)
             fitted[name] = (model, fit(model, X, y, val))
         for combo in combos:  # probabilities averaged, as the served ensemble averages its members
-            parts = [p.partition("*") for p in combo.split("+")]  # "rules*0.5": that member's weight
-            if all(p in fitted for p, _, _ in parts):
-                weights = [float(w or 1) for _, _, w in parts]
-                ens = EnsembleDiagnoser.of([fitted[p][0] for p, _, _ in parts], weights)
-                fitted[combo] = (ens, sum(fitted[p][1] for p, _, _ in parts))
+            names_, weights, kinds = combination(combo)
+            if all(p in fitted for p in names_):
+                ens = EnsembleDiagnoser.of([fitted[p][0] for p in names_], weights, kinds)
+                fitted[combo] = (ens, sum(fitted[p][1] for p in names_))
         for method in methods:
             for name, (model, fit_s) in list(fitted.items()):
                 if " " not in name:  # not a calibrated one already
@@ -168,6 +168,24 @@ def main() -> int:
         shown = names + combos
         print(markdown(rows, shown + [f"{n} {m}" for m in methods for n in shown]))
     return 0
+
+
+def combination(combo: str) -> tuple[list[str], list[float], dict[str, list[float]]]:
+    """ "a+b*0.5@cluster=2": members a and b, b weighing 0.5 (a: 1) but 2 on cluster components.
+    Returns (members, weights, kind -> weights)."""
+    names, weights, by_kind = [], [], []
+    for part in combo.split("+"):
+        head, *kinds = part.split("@")
+        name, _, w = head.partition("*")
+        names.append(name)
+        weights.append(float(w or 1))
+        by_kind.append(dict((k, float(v)) for k, _, v in (x.partition("=") for x in kinds)))
+    kinds_named = {k for d in by_kind for k in d}
+    return (
+        names,
+        weights,
+        {k: [d.get(k, w) for d, w in zip(by_kind, weights, strict=True)] for k in sorted(kinds_named)},
+    )
 
 
 def markdown(rows: list[dict[str, Any]], names: list[str]) -> str:

@@ -1,6 +1,9 @@
 """An ensemble of fitted diagnosers: the (weighted) average of their probabilities (the sweep's top-k
 CNNs, and the expert rules beside them as a prior, training.run.served_ensemble).
 
+A kind may weigh the members differently (`kind_weights`): the expert rules generalise better than the
+CNNs to under-driven clusters a held-out cause renders, not to every kind (README, "Where accuracy stands").
+
 Built two ways: `EnsembleDiagnoser(members=[(name, params), ...]).fit(X, y)` trains every member, and
 `EnsembleDiagnoser.of(fitted)` wraps models a sweep already trained. Saved like any diagnoser: each
 member's JSON state and arrays live inside the ensemble's own config and safetensors file, keyed by
@@ -9,7 +12,7 @@ member index, so loading runs no code from the file.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
 import numpy as np
@@ -18,23 +21,36 @@ from models.base import Diagnoser, Labels, Proba, check_Xy
 from models.estimator import check_is_fitted
 from models.registry import create_model, register_model
 from pipeline.tensors import BundleTensors
+from vsandx.components import kind_of
 
 
 @register_model("ensemble", description="average of the probabilities of several fitted diagnosers")
 class EnsembleDiagnoser(Diagnoser):
     default_name = "ensemble"
 
-    def __init__(self, members: Sequence[tuple[str, dict[str, Any]]] = (), weights: Sequence[float] = ()) -> None:
+    def __init__(
+        self,
+        members: Sequence[tuple[str, dict[str, Any]]] = (),
+        weights: Sequence[float] = (),
+        kind_weights: Mapping[str, Sequence[float]] | None = None,
+    ) -> None:
         self.members = members
         self.weights = weights  # one per member; empty: all equal
+        self.kind_weights = kind_weights  # component kind -> one weight per member, replacing `weights` there
 
     @classmethod
-    def of(cls, fitted: Sequence[Diagnoser], weights: Sequence[float] = ()) -> EnsembleDiagnoser:
+    def of(
+        cls,
+        fitted: Sequence[Diagnoser],
+        weights: Sequence[float] = (),
+        kind_weights: Mapping[str, Sequence[float]] | None = None,
+    ) -> EnsembleDiagnoser:
         if not fitted:
             raise ValueError("an ensemble needs at least one fitted model")
         for m in fitted:
             check_is_fitted(m)
-        ens = cls([(m.name, m.get_params(deep=False)) for m in fitted], [float(w) for w in weights])
+        by_kind = {k: [float(x) for x in w] for k, w in (kind_weights or {}).items()} or None
+        ens = cls([(m.name, m.get_params(deep=False)) for m in fitted], [float(w) for w in weights], by_kind)
         ens.model_name = "ensemble"
         ens.models_ = list(fitted)
         return ens
@@ -54,14 +70,24 @@ class EnsembleDiagnoser(Diagnoser):
     def predict_proba(self, X: Sequence[BundleTensors]) -> list[Proba]:
         check_is_fitted(self)
         per_model = [m.predict_proba(X) for m in self.models_]
-        w = np.asarray(self.weights, float) if len(self.weights) else np.ones(len(self.models_))
-        if w.shape != (len(self.models_),) or (w < 0).any() or w.sum() <= 0:
-            raise ValueError(f"weights {list(self.weights)} do not fit {len(self.models_)} members")
+        w = self._checked(self.weights if len(self.weights) else [1.0] * len(self.models_))
+        by_kind = {k: self._checked(v) for k, v in (self.kind_weights or {}).items()}
         out = []
         for b in range(len(X)):
             ids = per_model[0][b].keys()
-            out.append({cid: np.average([pm[b][cid] for pm in per_model], axis=0, weights=w) for cid in ids})
+            out.append(
+                {
+                    cid: np.average([pm[b][cid] for pm in per_model], axis=0, weights=by_kind.get(kind_of(cid), w))
+                    for cid in ids
+                }
+            )
         return out
+
+    def _checked(self, weights: Sequence[float]) -> np.ndarray:
+        w = np.asarray(weights, float)
+        if w.shape != (len(self.models_),) or (w < 0).any() or w.sum() <= 0:
+            raise ValueError(f"weights {list(weights)} do not fit {len(self.models_)} members")
+        return w
 
     def _get_state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta: dict[str, Any] = {"members": []}

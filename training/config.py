@@ -32,6 +32,9 @@ class TrainConfig:
     # 0.895 at 1 (README, "Where accuracy stands"). () serves the CNNs alone.
     priors: tuple[str, ...] = ("rules",)
     prior_weight: float = 0.5
+    # A kind may weigh the priors otherwise (component kind -> each prior's weight there): where the
+    # rules generalise better than the CNNs to a held-out cause, chosen on leave-one-cause-out.
+    prior_kind_weight: dict[str, float] = field(default_factory=dict)
     # The served scores are calibrated per component kind on the validation bundles (models.calibration):
     # temperature (the default: it never changes a verdict) | isotonic | auto | none. Isotonic maps and
     # `auto` (which took them for clusters) cost logreg+rules 2.5 points of exact match as simulated

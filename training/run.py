@@ -123,12 +123,15 @@ def served_ensemble(
     val: tuple[Sequence[BundleTensors], Sequence[Labels]],
 ) -> Diagnoser:
     """What is served: the top-k CNNs' average, beside each model of `cfg.priors` fitted on the same
-    training bundles (the CNN group weighs 1 in all, each prior `cfg.prior_weight`), its scores
+    training bundles (the CNN group weighs 1 in all, each prior `cfg.prior_weight`, or
+    `cfg.prior_kind_weight[kind]` on that kind's components), its scores
     calibrated on the validation bundles `val` unless `cfg.calibration` is "none", with the
     out-of-distribution check (models.ood: ranges from X, threshold from `val`) beside the maps."""
     priors = [create_model(name).fit(X, y) for name in cfg.priors]
     k = len(members)
-    ens = EnsembleDiagnoser.of([*members, *priors], [1.0 / k] * k + [cfg.prior_weight] * len(priors))
+    cnns = [1.0 / k] * k
+    by_kind = {kind: cnns + [w] * len(priors) for kind, w in cfg.prior_kind_weight.items()}
+    ens = EnsembleDiagnoser.of([*members, *priors], cnns + [cfg.prior_weight] * len(priors), by_kind)
     if cfg.calibration == "none":
         return ens
     return CalibratedDiagnoser.of(ens, cfg.calibration).calibrate(*val).fit_outliers(X, val[0])

@@ -57,3 +57,22 @@ def test_weights_must_fit_the_members(data: tuple[list[BundleTensors], list[dict
     for bad in ([1.0, 1.0], [-1.0], [0.0]):
         with pytest.raises(ValueError, match="do not fit"):
             EnsembleDiagnoser.of([a], bad).predict_proba(X)
+
+
+def test_a_kind_may_weigh_the_members_its_own_way(
+    data: tuple[list[BundleTensors], list[dict[str, str]]], tmp_path: Path
+) -> None:
+    """kind_weights replaces the weights for that kind's components only, and survives a save."""
+    X, y = data
+    a = create_model("rules").fit(X, y)
+    b = create_model("rules", calibrate=False, slope=1.0).fit(X, y)
+    pa, pb = a.predict_proba(X), b.predict_proba(X)
+    assert any(not np.allclose(pa[i]["cluster"], pb[i]["cluster"]) for i in range(len(X)))  # weights show
+    ens = EnsembleDiagnoser.of([a, b], [3.0, 1.0], kind_weights={"cluster": [1.0, 3.0]})
+    for got in (ens.predict_proba(X), load_model(ens.save(tmp_path / "ens")).predict_proba(X)):
+        for i in range(len(X)):
+            for cid, p in got[i].items():
+                wa = 0.25 if cid == "cluster" else 0.75
+                assert np.allclose(p, wa * pa[i][cid] + (1 - wa) * pb[i][cid]), cid
+    with pytest.raises(ValueError, match="do not fit"):
+        EnsembleDiagnoser.of([a, b], kind_weights={"cluster": [1.0]}).predict_proba(X)

@@ -171,3 +171,27 @@ def test_datasets_are_built_with_the_services_pipeline_configuration(
     assert describe(folders["train"])["pipeline_config"] == asdict(pipe)
     X, _ = load_dataset(folders["train"])
     assert {bt.kinds["host"].values.shape[-1] for bt in X} == {64}  # the default grid is 180 steps
+
+
+def test_served_ensemble_weighs_the_priors_per_kind() -> None:
+    """prior_kind_weight sets the priors' weight on that kind's components; elsewhere prior_weight."""
+    import io
+
+    from data.simulate.archive import tar_bytes
+    from data.simulate.generate import simulate_bundle
+    from models.registry import create_model
+    from pipeline.api import load_bundle
+    from training.run import served_ensemble
+
+    X, y = [], []
+    for i, fault in enumerate(["cluster.low_oio", "disk.latency"]):
+        b = simulate_bundle("lab", 8, i, faults=[fault])
+        X.append(load_bundle(io.BytesIO(tar_bytes({k: v for k, v in b.files.items() if k != "labels.json"}))))
+        comps = b.labels["components"]
+        assert isinstance(comps, dict)
+        y.append(dict(comps))
+    members = [create_model("rules", slope=1.0, calibrate=False).fit(X, y)] * 2
+    cfg = TrainConfig(lab=2, varied=0, calibration="none", prior_weight=0.5, prior_kind_weight={"cluster": 2.0})
+    ens = served_ensemble(members, cfg, X, y, (X, y))
+    assert isinstance(ens, EnsembleDiagnoser)
+    assert list(ens.weights) == [0.5, 0.5, 0.5] and ens.kind_weights == {"cluster": [0.5, 0.5, 2.0]}
