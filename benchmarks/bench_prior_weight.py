@@ -1,11 +1,13 @@
 """The rules' weight beside the CNNs, on a trained champion: the same members re-weighted, no training.
 
-    .venv/bin/python benchmarks/bench_prior_weight.py --data var/quick-v2 [--weights 0,0.25,0.5,1] [--seed 3]
+    .venv/bin/python benchmarks/bench_prior_weight.py --data var/quick-v2 [--weights 0,0.25,0.5,1,0.5@cluster=2]
+        [--seed 3]
 
 Loads the ensemble a `vsandx train` run saved under DATA/runs/*/ensemble (the newest), takes its CNN
 members and its prior (the last member), and scores the ensemble with the prior at each weight (0: the
-CNNs alone) on the run's field test set (the dataset of field bundles with that seed, already built by
-the run). Prints exact match and the faults whose recall falls below 1 per weight.
+CNNs alone; `0.5@cluster=2`: 0.5, but 2 on cluster components) on the run's field test set (the
+dataset of field bundles with that seed, already built by the run). Prints exact match and the faults
+whose recall falls below 1 per weight.
 """
 
 from __future__ import annotations
@@ -43,12 +45,19 @@ def main() -> int:
     )
     X, y = load_dataset(test)
     k = len(cnns)
-    for w in (float(x) for x in args.weights.split(",")):
-        model = EnsembleDiagnoser.of([*cnns, prior], [1.0 / k] * k + [w]) if w else EnsembleDiagnoser.of(cnns)
+    for entry in args.weights.split(","):
+        head, *kinds = entry.split("@")
+        w, by_kind = float(head), {kd: float(v) for kd, _, v in (x.partition("=") for x in kinds)}
+        cnn_w = [1.0 / k] * k
+        model = (
+            EnsembleDiagnoser.of([*cnns, prior], [*cnn_w, w], {kd: [*cnn_w, v] for kd, v in by_kind.items()})
+            if w or by_kind
+            else EnsembleDiagnoser.of(cnns)
+        )
         pred = model.predict(X)
         low = {f: round(v["recall"], 2) for f, v in per_fault(y, pred).items() if v["support"] and v["recall"] < 1}
         em = round(exact_match(y, pred), 3)
-        print(json.dumps({"prior": prior.name, "weight": w, "n": len(X), "exact_match": em, "recall_below_1": low}))
+        print(json.dumps({"prior": prior.name, "weight": entry, "n": len(X), "exact_match": em, "recall_below_1": low}))
     return 0
 
 
