@@ -11,7 +11,7 @@ import pytest
 
 from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
-from models.base import load_model
+from models.base import Diagnoser, Proba, load_model
 from models.ensemble import EnsembleDiagnoser
 from models.registry import create_model
 from pipeline.api import load_bundle
@@ -30,13 +30,23 @@ def data() -> tuple[list[BundleTensors], list[dict[str, str]]]:
     return X, y
 
 
-def test_weights_average_and_survive_a_save(
-    data: tuple[list[BundleTensors], list[dict[str, str]]], tmp_path: Path
-) -> None:
+Pair = tuple[Diagnoser, Diagnoser, list[Proba], list[Proba]]
+
+
+@pytest.fixture(scope="module")
+def pair(data: tuple[list[BundleTensors], list[dict[str, str]]]) -> Pair:
+    """Two fitted members whose scores differ, and their scores on the bundles."""
     X, y = data
     a = create_model("rules").fit(X, y)
     b = create_model("rules", calibrate=False, slope=1.0).fit(X, y)
-    pa, pb = a.predict_proba(X), b.predict_proba(X)
+    return a, b, a.predict_proba(X), b.predict_proba(X)
+
+
+def test_weights_average_and_survive_a_save(
+    data: tuple[list[BundleTensors], list[dict[str, str]]], pair: Pair, tmp_path: Path
+) -> None:
+    X, _ = data
+    a, b, pa, pb = pair
     ens = EnsembleDiagnoser.of([a, b], [3.0, 1.0])
     got = ens.predict_proba(X)
     for i in range(len(X)):
@@ -60,13 +70,11 @@ def test_weights_must_fit_the_members(data: tuple[list[BundleTensors], list[dict
 
 
 def test_a_kind_may_weigh_the_members_its_own_way(
-    data: tuple[list[BundleTensors], list[dict[str, str]]], tmp_path: Path
+    data: tuple[list[BundleTensors], list[dict[str, str]]], pair: Pair, tmp_path: Path
 ) -> None:
     """kind_weights replaces the weights for that kind's components only, and survives a save."""
-    X, y = data
-    a = create_model("rules").fit(X, y)
-    b = create_model("rules", calibrate=False, slope=1.0).fit(X, y)
-    pa, pb = a.predict_proba(X), b.predict_proba(X)
+    X, _ = data
+    a, b, pa, pb = pair
     assert any(not np.allclose(pa[i]["cluster"], pb[i]["cluster"]) for i in range(len(X)))  # weights show
     ens = EnsembleDiagnoser.of([a, b], [3.0, 1.0], kind_weights={"cluster": [1.0, 3.0]})
     for got in (ens.predict_proba(X), load_model(ens.save(tmp_path / "ens")).predict_proba(X)):
