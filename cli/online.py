@@ -78,7 +78,7 @@ def worker(args: argparse.Namespace) -> int:
         return _ping_workers(settings)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if settings.broker_url:
-        from service.queue.celery_app import run_worker
+        from service.queue.celery_procs import run_worker
 
         run_worker(settings, args.queues, args.concurrency or 1, args.pool, args.log_level.upper())
         return 0
@@ -90,7 +90,7 @@ def worker(args: argparse.Namespace) -> int:
 def _ping_workers(settings: ServiceSettings) -> int:
     """Exit 0 when a Celery worker of this host answers (a healthcheck); embedded: the database opens."""
     if settings.broker_url:
-        from service.queue.celery_app import ping_local_workers
+        from service.queue.celery_procs import ping_local_workers
 
         alive = ping_local_workers(settings)
         print(", ".join(alive) or "no Celery worker of this host answered", file=sys.stderr)
@@ -115,7 +115,7 @@ def beat(args: argparse.Namespace) -> int:
         print("vsandx beat: needs VSANDX_BROKER_URL (the embedded queue's API process does housekeeping)",
               file=sys.stderr)  # fmt: skip
         return 2
-    from service.queue.celery_app import run_beat
+    from service.queue.celery_procs import run_beat
 
     run_beat(settings, args.log_level.upper())
     return 0

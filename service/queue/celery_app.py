@@ -1,7 +1,8 @@
 """The Celery app and its tasks (with service.queue.celery_queue, the only modules importing Celery):
 `vsandx.diagnose`, `vsandx.webhook` (a tracker's delivery: service.queue.webhook_jobs), `vsandx.train`,
-`vsandx.retrain`, `vsandx.housekeeping`; the worker and beat processes (`vsandx worker` / `vsandx beat`
-with VSANDX_BROKER_URL set). The API's side is service.queue.celery_queue.
+`vsandx.retrain`, `vsandx.housekeeping`. The worker and beat processes (`vsandx worker` / `vsandx beat`
+with VSANDX_BROKER_URL set) start from service.queue.celery_procs; the API's side is
+service.queue.celery_queue.
 
 Delivery is at least once (acks_late, reject_on_worker_lost); the jobs table makes the effect exactly
 once: a task claims its job row by compare-and-set, a diagnosis is unique by (bundle sha256, model
@@ -13,7 +14,6 @@ errors (database/broker hiccups, no model loaded yet) are retried, with exponent
 from __future__ import annotations
 
 import logging
-import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -256,48 +256,7 @@ class _RetrainSender:
         return send_retrain(self.app, retrain_id)
 
 
-def run_worker(settings: ServiceSettings, queues: str, concurrency: int, pool: str, loglevel: str = "INFO") -> None:
-    """`vsandx worker` with a broker: a Celery worker on the given queues."""
+def app_for(settings: ServiceSettings) -> Celery:
+    """The app as a worker or beat process of `settings` runs it (its tasks read these settings)."""
     _Context.settings = settings
-    app = make_celery(settings)
-    app.worker_main(
-        [
-            "worker",
-            "-Q",
-            queues,
-            "-c",
-            str(concurrency),
-            "-P",
-            pool,
-            "-l",
-            loglevel,
-            "-n",
-            f"vsandx-{queues.replace(',', '-')}-{os.getpid()}@%h",  # unique: several workers per host
-            "--without-gossip",
-            "--without-mingle",
-        ]
-    )
-
-
-def run_beat(settings: ServiceSettings, loglevel: str = "INFO") -> None:
-    """`vsandx beat`: the Celery beat scheduler (housekeeping every housekeeping_s). Run exactly one per
-    deployment; its schedule state lives in <data_dir>/run/celerybeat-schedule."""
-    _Context.settings = settings
-    app = make_celery(settings)
-    state = settings.data_dir / "run"
-    state.mkdir(parents=True, exist_ok=True)
-    app.start(["beat", "-l", loglevel, "-s", str(state / "celerybeat-schedule")])
-
-
-def ping_local_workers(settings: ServiceSettings, timeout: float = 5.0) -> list[str]:
-    """The Celery workers of this host that answer a ping (`vsandx worker --ping`, a container's
-    healthcheck: each container has its own host name)."""
-    import socket
-
-    app = make_celery(settings)
-    try:
-        replies = app.control.ping(timeout=timeout) or []
-    finally:
-        app.pool.force_close_all()
-    host = socket.gethostname()
-    return sorted(name for r in replies for name in r if name.endswith(f"@{host}"))
+    return make_celery(settings)
