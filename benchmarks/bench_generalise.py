@@ -4,7 +4,7 @@
         [--train 400] [--lab 0] [--test 80] [--folds 0,1]
         [--perturb interval:3,hosts,esxtop,logs:7,logs:8,load:0.5,load:2] [--epochs 30] [--cnn-seeds 3]
         [--combine cnn_small+rules,logreg+rules] [--calibrate temperature,isotonic,auto]
-        [--data var/bench-generalise] [--markdown]
+        [--data var/bench-generalise] [--models-dir var/bench-generalise/models] [--markdown]
 
 Leave-one-cause-out: fold k holds out, for every fault with several causes, its k-th cause
 (data.simulate.causes); each model trains on field bundles (seed 21, 30 % partial uploads) drawn
@@ -43,7 +43,7 @@ sys.path.insert(0, str(REPO))
 from bench_accuracy import score  # noqa: E402
 
 from data.simulate.causes import CAUSES  # noqa: E402
-from models.base import LABELS  # noqa: E402
+from models.base import LABELS, load_model  # noqa: E402
 from models.calibration import CalibratedDiagnoser, ece_if_calibrated, kind_ece, kind_top  # noqa: E402
 from models.conformal import review_summary  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
@@ -98,6 +98,9 @@ def main() -> int:
                     "methods (temperature,isotonic,auto: models.calibration)")  # fmt: skip
     ap.add_argument("--coverage", type=float, default=0.95, help="of a calibrated model's conformal sets")
     ap.add_argument("--markdown", action="store_true", help="also print the README tables")
+    ap.add_argument("--models-dir", default="", help="save every fitted model under DIR/<training set>/<name> "
+                    "and load it from there on later runs instead of fitting it again (other test sizes, "
+                    "combinations, calibrations); clear it after changing a model's code")  # fmt: skip
     args = ap.parse_args()
     root, names = Path(args.data), args.models.split(",")
     val = data(DatasetSpec("field", args.val, seed=2), root)
@@ -132,11 +135,20 @@ def main() -> int:
     combos = [c for c in args.combine.split(",") if c]
     methods = [m for m in args.calibrate.split(",") if m]
 
-    def run(X: list[Any], y: list[Any], tests: dict[str, tuple[list[Any], list[Any]]], **extra: Any) -> None:
-        fitted: dict[str, tuple[Any, float]] = {}
-        for name in names:
-            model = make(name, args.epochs, args.cnn_seeds)
-            fitted[name] = (model, fit(model, X, y, val))
+    def fitted_model(name: str, X: list[Any], y: list[Any], key: str) -> tuple[Any, float]:
+        """`name` fitted on (X, y), or loaded from --models-dir when a run with these settings saved it."""
+        folder = Path(args.models_dir) / f"{key}-train{len(X)}-epochs{args.epochs}-seeds{args.cnn_seeds}" / name
+        if args.models_dir and (folder / "fit.json").exists():
+            return load_model(folder), float(json.loads((folder / "fit.json").read_text())["fit_s"])
+        model = make(name, args.epochs, args.cnn_seeds)
+        fit_s = fit(model, X, y, val)
+        if args.models_dir:
+            model.save(folder)
+            (folder / "fit.json").write_text(json.dumps({"fit_s": fit_s}))
+        return model, fit_s
+
+    def run(X: list[Any], y: list[Any], tests: dict[str, tuple[list[Any], list[Any]]], key: str, **extra: Any) -> None:
+        fitted = {name: fitted_model(name, X, y, key) for name in names}
         for combo in combos:  # probabilities averaged, as the served ensemble averages its members
             names_, weights, kinds = combination(combo)
             if all(p in fitted for p in names_):
@@ -158,12 +170,12 @@ def main() -> int:
             Xl, yl = data(DatasetSpec("lab", args.lab, seed=21, partial=0.5, exclude_causes=held), root)
             X, y = X + Xl, y + yl
         test = data(DatasetSpec("field", args.test, seed=22, issue_rate=1.0, causes=held), root)
-        run(X, y, {f"loco fold {fold}": test}, held_out=list(held), lab=args.lab)
+        run(X, y, {f"loco fold {fold}": test}, f"loco{fold}-lab{args.lab}", held_out=list(held), lab=args.lab)
     perturbs = [p for p in args.perturb.split(",") if p]
     if perturbs:
         X, y = data(DatasetSpec("field", args.train, seed=21, partial=0.3), root)
         tests = {p: data(DatasetSpec("field", args.test, seed=23, perturb=p), root) for p in ["", *perturbs]}
-        run(X, y, {p or "as simulated": t for p, t in tests.items()})
+        run(X, y, {p or "as simulated": t for p, t in tests.items()}, "all-causes")
     if args.markdown:
         shown = names + combos
         print(markdown(rows, shown + [f"{n} {m}" for m in methods for n in shown]))
