@@ -32,7 +32,12 @@ from models.metrics import exact_match  # noqa: E402
 from training.datasets import DatasetSpec, build, load_dataset  # noqa: E402
 
 
-def _run_set(root: Path, seed: int) -> Path:
+def champion(root: Path) -> Any:
+    """The served model the newest `vsandx train` run under `root` saved."""
+    return load_model(max(root.glob("runs/*/ensemble"), key=lambda p: p.stat().st_mtime))
+
+
+def run_set(root: Path, seed: int) -> Path:
     """The run's field dataset of `seed` (2: validation, 3: test for seed 0)."""
     for d in sorted(root.glob("datasets/field-*/dataset.json")):
         if json.loads(d.read_text()).get("seed") == seed:
@@ -67,12 +72,11 @@ def main() -> int:
     ap.add_argument("--sets", default=str(REPO / "var" / "bench-calibration"), help="where the test set is built")
     args = ap.parse_args()
     root = Path(args.data)
-    folder = max(root.glob("runs/*/ensemble"), key=lambda p: p.stat().st_mtime)
-    served = load_model(folder)
+    served = champion(root)
     base = getattr(served, "base_", served)
     X, y = load_dataset(build(DatasetSpec("field", args.test, seed=args.seed), Path(args.sets), progress=False))
     X, y = list(X), list(y)
-    Xv, yv = load_dataset(_run_set(root, args.val_seed))
+    Xv, yv = load_dataset(run_set(root, args.val_seed))
     rows = [row("served", served, X, y, args.coverage), row("uncalibrated", base, X, y, args.coverage)]
     for method in (m for m in args.methods.split(",") if m):
         model = CalibratedDiagnoser.of(base, method).calibrate(list(Xv), list(yv))

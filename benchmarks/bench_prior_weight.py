@@ -20,7 +20,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from models.base import load_model  # noqa: E402
+from bench_calibration import champion, run_set  # noqa: E402
+from bench_generalise import combination  # noqa: E402
+
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
 from models.metrics import exact_match, per_fault  # noqa: E402
 from training.datasets import load_dataset  # noqa: E402
@@ -33,24 +35,17 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=3, help="seed of the run's field test set (seed*10+3; 3 for seed 0)")
     args = ap.parse_args()
     root = Path(args.data)
-    folder = max(root.glob("runs/*/ensemble"), key=lambda p: p.stat().st_mtime)
-    ens = load_model(folder)
+    ens = champion(root)
     ens = getattr(ens, "base_", ens)  # the served model is calibrated; its ensemble lies one level down
-    assert isinstance(ens, EnsembleDiagnoser) and len(ens.models_) > 1, f"{folder}: no prior beside the CNNs"
+    assert isinstance(ens, EnsembleDiagnoser) and len(ens.models_) > 1, f"{root}: no prior beside the CNNs"
     cnns, prior = ens.models_[:-1], ens.models_[-1]
-    test = next(
-        d.parent
-        for d in sorted(root.glob("datasets/field-*/dataset.json"))
-        if json.loads(d.read_text()).get("seed") == args.seed
-    )
-    X, y = load_dataset(test)
+    X, y = load_dataset(run_set(root, args.seed))
     k = len(cnns)
     for entry in args.weights.split(","):
-        head, *kinds = entry.split("@")
-        w, by_kind = float(head), {kd: float(v) for kd, _, v in (x.partition("=") for x in kinds)}
+        _, (w,), by_kind = combination(f"prior*{entry}")  # "0.5@cluster=2": 0.5, but 2 on clusters
         cnn_w = [1.0 / k] * k
         model = (
-            EnsembleDiagnoser.of([*cnns, prior], [*cnn_w, w], {kd: [*cnn_w, v] for kd, v in by_kind.items()})
+            EnsembleDiagnoser.of([*cnns, prior], [*cnn_w, w], {kd: [*cnn_w, *v] for kd, v in by_kind.items()})
             if w or by_kind
             else EnsembleDiagnoser.of(cnns)
         )

@@ -77,7 +77,9 @@ class EnsembleDiagnoser(Diagnoser):
             ids = per_model[0][b].keys()
             out.append(
                 {
-                    cid: np.average([pm[b][cid] for pm in per_model], axis=0, weights=by_kind.get(kind_of(cid), w))
+                    cid: np.average(
+                        [pm[b][cid] for pm in per_model], axis=0, weights=by_kind.get(kind_of(cid), w) if by_kind else w
+                    )
                     for cid in ids
                 }
             )
