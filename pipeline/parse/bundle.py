@@ -12,7 +12,7 @@ from typing import Final
 
 from pipeline.config import PipelineConfig
 from pipeline.errors import CorruptMember, LimitExceeded
-from pipeline.parse import cmmds, esxcli, esxtop, logs, perfdump, perfstream, vscsistats
+from pipeline.parse import cmmds, esxcli, esxtop, logs, logtime, perfdump, perfstream, vscsistats
 from pipeline.parse.textio import BoundedLines, chunks, read_bounded
 from pipeline.read import Member, ReadReport
 
@@ -99,7 +99,7 @@ def classify(path: str, head: bytes) -> str | None:
         return "vscsistats"
     if esxcli.sniff_nicinfo(head):
         return "nicinfo"
-    if logs.sniff(head):
+    if logtime.sniff(head):
         return "log"
     return None
 

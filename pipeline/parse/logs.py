@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import calendar
 import re
 import sys
 from collections.abc import Iterable
@@ -12,9 +11,9 @@ from typing import Final, NamedTuple
 from pipeline.parse.linkspeed import link_speed, to_detail
 from pipeline.parse.linkvob import LinkTracker
 from pipeline.parse.logcite import CITE_TOTAL, Citer
+from pipeline.parse.logtime import timestamp
 from pipeline.parse.textio import BoundedLines
 
-_TS: Final = re.compile(rb"^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?Z")
 _SCSI: Final = re.compile(
     r'to dev "(?P<dev>[^"]+)" failed H:0x(?P<h>[0-9a-fA-F]+) D:0x(?P<d>[0-9a-fA-F]+) P:0x(?P<p>[0-9a-fA-F]+)'
     r"(?:.*?sense data: 0x(?P<k>[0-9a-fA-F]+) 0x(?P<asc>[0-9a-fA-F]+) 0x(?P<q>[0-9a-fA-F]+))?"
@@ -115,41 +114,6 @@ class EventBudget:
         self._counts[key] = n + 1
         self.kept += 1
         return True
-
-
-_EPOCH_CACHE: dict[bytes, int] = {}
-
-
-def parse_ts(line: bytes) -> float | None:
-    got = _timestamp(line)
-    return None if got is None else got[0]
-
-
-def _timestamp(line: bytes) -> tuple[float, int] | None:
-    """(epoch seconds, end of the timestamp in the line)."""
-    m = _TS.match(line)
-    if m is None:
-        return None
-    key = line[:13]  # YYYY-MM-DDTHH
-    base = _EPOCH_CACHE.get(key)
-    if base is None:
-        try:
-            base = calendar.timegm((int(m[1]), int(m[2]), int(m[3]), int(m[4]), 0, 0))
-        except (ValueError, OverflowError):
-            return None
-        if not 1 <= int(m[2]) <= 12 or not 1 <= int(m[3]) <= 31 or int(m[4]) > 23:
-            return None
-        if len(_EPOCH_CACHE) < 4096:
-            _EPOCH_CACHE[key] = base
-    frac = float(b"0." + m[7]) if m[7] else 0.0
-    return base + int(m[5]) * 60 + int(m[6]) + frac, m.end()
-
-
-def sniff(head: bytes) -> bool:
-    lines = [ln for ln in head.split(b"\n")[:20] if ln.strip()]
-    if not lines:
-        return False
-    return sum(1 for ln in lines if _TS.match(ln)) >= max(1, len(lines) // 2)
 
 
 def source_of(path: str) -> str:
@@ -281,7 +245,7 @@ def parse_log(
         if not raw or raw.isspace():
             continue
         out.lines += 1
-        got = _timestamp(raw)
+        got = timestamp(raw)
         if got is None:
             out.untimed += 1
             continue

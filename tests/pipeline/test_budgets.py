@@ -22,7 +22,7 @@ from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
 from pipeline import PipelineConfig, load_bundle
 from pipeline.errors import CorruptArchive, LimitExceeded
-from pipeline.parse import bundle, cmmds, esxcli, esxtop, linkspeed, logs, perfdump, perfstream, textio
+from pipeline.parse import bundle, cmmds, esxcli, esxtop, linkspeed, logs, logtime, perfdump, perfstream, textio
 from pipeline.read import ReadReport, iter_members
 
 MiB = 1024 * 1024
@@ -84,7 +84,7 @@ _ADVERSARIAL = [
 
 
 def _patterns() -> list[tuple[str, re.Pattern[str] | re.Pattern[bytes]]]:
-    mods: list[ModuleType] = [logs, linkspeed, cmmds, esxcli, esxtop, perfstream, perfdump, bundle, textio]
+    mods: list[ModuleType] = [logs, logtime, linkspeed, cmmds, esxcli, esxtop, perfstream, perfdump, bundle, textio]
     out = []
     for mod in mods:
         for name, val in vars(mod).items():
@@ -132,6 +132,7 @@ def test_every_regex_on_untrusted_text_is_linear() -> None:
     assert {
         "pipeline.parse.logs._SCSI",
         "pipeline.parse.logs._LINK_WORD",
+        "pipeline.parse.logtime._TS",
         "pipeline.parse.cmmds._TOKEN",
         "pipeline.parse.linkspeed._RATE",
         "pipeline.parse.esxcli._RATING",
