@@ -11,7 +11,6 @@ import functools
 import io
 import os
 import stat
-import tarfile
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,6 +36,7 @@ from pipeline.streams import (
     looks_like_tar,
     read_head,
 )
+from pipeline.tarutil import next_entry, open_tar
 from pipeline.ziputil import ConsumedFile, SliceFile, check_zip, zip_entry_count
 
 HEAD_BYTES: Final = 64 * 1024
@@ -113,44 +113,9 @@ class _Reader:
     def tar(self, stream: io.RawIOBase, prefix: str, depth: int) -> Iterator[Member]:
         cfg = self.cfg
         where = prefix or self.budget.name
-        outer = self
-
-        class _TarInfo(tarfile.TarInfo):
-            # tarfile reads pax and GNU long-name headers whole: refuse huge ones before it does.
-            def _proc_member(self, tf: tarfile.TarFile) -> tarfile.TarInfo:
-                if self.type in (
-                    tarfile.XHDTYPE,
-                    tarfile.XGLTYPE,
-                    tarfile.SOLARIS_XHDTYPE,
-                    tarfile.GNUTYPE_LONGNAME,
-                    tarfile.GNUTYPE_LONGLINK,
-                ):
-                    outer.budget.add_member(f"{where}:<header>")
-                    if self.size > cfg.max_header_bytes:
-                        raise LimitExceeded(
-                            "max_header_bytes",
-                            f"{where}:{self.name[:200]}",
-                            f"extended header of {self.size} bytes",
-                        )
-                return super()._proc_member(tf)  # type: ignore[misc]
-
-        try:
-            tf = tarfile.open(fileobj=stream, mode="r|", tarinfo=_TarInfo, bufsize=256 * 1024)  # noqa: SIM115
-        except BundleError:
-            raise
-        except STREAM_ERRORS as e:
-            raise CorruptArchive(where, f"not a readable tar stream ({e})") from None
+        tf = open_tar(stream, cfg, self.budget, where)
         with tf:
-            while True:
-                try:
-                    ti = tf.next()
-                except BundleError:
-                    raise
-                except STREAM_ERRORS as e:
-                    raise CorruptArchive(where, f"damaged tar stream ({type(e).__name__}: {e})") from None
-                if ti is None:
-                    break
-                tf.members.clear()  # type: ignore[attr-defined]  # stream mode keeps every TarInfo otherwise: O(members) memory
+            while (ti := next_entry(tf, where)) is not None:
                 path = _join(prefix, safe_name(ti.name, cfg, where))
                 self.budget.add_member(path)
                 if ti.isdir():
