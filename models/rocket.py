@@ -98,7 +98,7 @@ class MiniRocketDiagnoser(LogRegDiagnoser):
         eval_set: tuple[Sequence[BundleTensors], Sequence[Labels]] | None = None,
     ) -> Self:
         """Kernels and input statistics per kind, then the logistic regressions on their features."""
-        from models.cnn_train import normalisation_stats
+        from models.cnn_stats import normalisation_stats
 
         check_Xy(X, y)
         fit_multi, _ = _kernels()

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from models.cnn_net import ClusterCNN
-from models.cnn_train import fit_network, normalisation_stats
+from models.cnn_stats import normalisation_stats
+from models.cnn_train import fit_network
 from models.metrics import evaluation_report
 from models.registry import create_model, list_models
 
