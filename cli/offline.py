@@ -171,7 +171,8 @@ def train(args: argparse.Namespace) -> int:
         return 2
     settings = get_settings()
     if args.if_missing:
-        from training.tracking import NoModel, fetch_model
+        from training.model_fetch import fetch_model
+        from training.model_files import NoModel
 
         try:
             champ = fetch_model(None, settings.data_dir, settings.mlflow_tracking_uri, settings.registered_model)

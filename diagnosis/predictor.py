@@ -27,7 +27,8 @@ from models.conformal import LabelSets
 from pipeline.api import load_bundle
 from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
-from training.tracking import NoModel, fetch_model
+from training.model_fetch import fetch_model
+from training.model_files import NoModel
 from vsandx.faults import LABELS
 from vsandx.settings import Settings, get_settings
 
@@ -112,7 +113,7 @@ class Predictor:
     def load(
         cls, uri: str | None = None, settings: Settings | None = None, config: PipelineConfig | None = None
     ) -> Predictor:
-        """The model `uri` names (training.tracking.fetch_model), or the registry's champion; it reads
+        """The model `uri` names (training.model_fetch.fetch_model), or the registry's champion; it reads
         bundles with `config` (default: resolved from the VSANDX_PIPELINE_* settings, once, here)."""
         s = settings or get_settings()
         got = fetch_model(uri, s.data_dir, s.mlflow_tracking_uri, s.registered_model)

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from diagnosis.predictor import Predictor, limit_threads
 from models.base import SchemaMismatch, load_model
 from pipeline.config import PipelineConfig
-from training.tracking import ModelRef, download_once, fetch_model
+from training.model_fetch import fetch_model
+from training.tracking import ModelRef, download_once
 from vsandx.settings import ServiceSettings
 
 if TYPE_CHECKING:

@@ -29,6 +29,8 @@ from pipeline.tensors import BundleTensors
 from training.config import TrainConfig
 from training.datasets import DatasetSpec, LabelledBundle, build, build_labelled, load_dataset
 from training.model_card import model_card
+from training.model_fetch import fetch_model
+from training.model_files import NoModel
 from training.report import score_model
 from training.run import (
     TRAINING_SETS,
@@ -40,7 +42,7 @@ from training.run import (
     training_sources,
 )
 from training.selection import choose_ensemble, winner_configs
-from training.tracking import ModelRef, NoModel, Run, Tracker, fetch_model
+from training.tracking import ModelRef, Run, Tracker
 from vsandx.settings import Settings
 
 KIND_TAG = "vsandx.kind"

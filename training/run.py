@@ -33,10 +33,12 @@ from training.curve import learning_curve
 from training.datasets import DatasetSpec, build, combine, load_dataset
 from training.fitting import fit_and_score
 from training.model_card import model_card
+from training.model_fetch import fetch_model
+from training.model_files import NoModel
 from training.report import ModelScore, Results, score_model, write_report
 from training.report_trust import calibration_results, review_results, unusual_results
 from training.selection import choose_ensemble, trial_name, winner_configs
-from training.tracking import NoModel, Tracker, fetch_model
+from training.tracking import Tracker
 from training.tune import SweepSpec, TrialOutcome, run_sweep
 from vsandx.settings import Settings
 

@@ -6,8 +6,9 @@ A registered version is an MLflow Model: a `python_function` flavour whose loade
 diagnosis.pyfunc (nothing pickled), with a signature, an input example and a model card; the vsandx
 model folder it loads (JSON config + safetensors written by models.base.Diagnoser.save) lies under
 `data/vsandx`. So `mlflow.pyfunc.load_model("models:/vsandx-diagnoser@champion")` diagnoses bundles,
-and `fetch_model`, the one way any caller of ours gets a model folder (training, retraining, serving
-and the CLI), finds the same folder inside it (or a plain folder, as versions before this were).
+and `fetch_model` (training/model_fetch.py), the one way any caller of ours gets a model folder
+(training, retraining, serving and the CLI), finds the same folder inside it (or a plain folder, as
+versions before this were).
 
 MLflow itself is imported on first use (`_mlflow()`): it costs 1.5 s and ~100 MB, which a `vsandx
 diagnose` whose champion is already cached never needs to pay.
@@ -15,7 +16,6 @@ diagnose` whose champion is already cached never needs to pay.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from collections.abc import Iterator, Mapping
@@ -26,15 +26,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pipeline.tensors import SCHEMA_VERSION
-from training.model_files import (
-    MODEL_DATA,
-    NoModel,
-    model_folder,
-    parse_model_uri,
-    read_json,
-    store_stamp,
-    write_atomic,
-)
+from training.model_files import MODEL_DATA
 from training.provenance import flat_params, git_tags, requirements
 
 if TYPE_CHECKING:
@@ -214,62 +206,6 @@ def save_pyfunc(folder: Path, path: Path) -> Path:
             pip_requirements=requirements(),
         )
     return path
-
-
-@dataclass(frozen=True)
-class ModelFolder:
-    """A model ready to load: its folder, and what it is in the registry (ref None: a plain folder)."""
-
-    folder: Path
-    name: str
-    version: str  # the registry's version, or file:<folder> for a plain folder
-    ref: ModelRef | None
-
-
-def fetch_model(uri: str | None, data_dir: Path, tracking_uri: str | None = None,
-                default_name: str = "vsandx-diagnoser") -> ModelFolder:  # fmt: skip
-    """The model folder `uri` names, downloaded at most once per version under
-    <data_dir>/models/<name>/<version> (atomically: processes starting together never see half a folder).
-
-    `uri`: a model folder; `models:/<name>@<alias>`; `models:/<name>/<version>`; None: the champion of
-    `default_name`. Raises NoModel naming what is missing and how to get it. With the embedded store, an
-    alias resolved before is not asked again while the store's files are unchanged, so a cached champion
-    loads without MLflow; a store that does not exist yet is not created."""
-    if uri and not uri.startswith("models:/"):
-        folder = Path(uri).expanduser().resolve()
-        if not (folder / "config.json").is_file():
-            raise NoModel(f"{uri}: not a saved vsandx model folder (no config.json)")
-        return ModelFolder(folder, folder.name, f"file:{folder}", None)
-    name, alias, version = parse_model_uri(uri or f"models:/{default_name}@{CHAMPION}")
-    ref, tracker = _resolve(data_dir, tracking_uri, name, alias, version)
-    final = data_dir / "models" / name / ref.version
-    got = download_once(ref.source, final, data_dir, tracking_uri, tracker)
-    return ModelFolder(model_folder(got), name, ref.version, ref)
-
-
-def _resolve(
-    data_dir: Path, tracking_uri: str | None, name: str, alias: str | None, version: str | None
-) -> tuple[ModelRef, Tracker | None]:
-    """The registry entry, and the Tracker that asked for it (None when the memo answered)."""
-    what = f"{name}@{alias}" if alias else f"{name} version {version}"
-    how = "train one with `vsandx train --quick`, or give a model folder with --model"
-    stamp = store_stamp(data_dir) if tracking_uri is None else None
-    if tracking_uri is None and stamp is None:
-        raise NoModel(f"no model registered as {what}: no registry yet under {data_dir}; {how}")
-    memo = data_dir / "models" / "resolved.json"
-    key = f"{name}@{alias}" if alias else f"{name}/{version}"
-    if stamp is not None:
-        hit = read_json(memo).get(key)
-        if hit and hit.get("stamp") == stamp:
-            return ModelRef(**hit["ref"]), None
-    tracker = Tracker(data_dir, tracking_uri)
-    ref = tracker.champion(name, alias) if alias else tracker.version(name, version or "")
-    if ref is None:
-        raise NoModel(f"no model registered as {what} in {tracker.uri}; {how}")
-    if stamp is not None and store_stamp(data_dir) == stamp:  # nothing moved while we asked
-        doc = read_json(memo) | {key: {"stamp": stamp, "ref": ref.__dict__}}
-        write_atomic(memo, json.dumps(doc, indent=1))
-    return ref, tracker
 
 
 def download_once(

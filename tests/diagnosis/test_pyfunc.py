@@ -16,7 +16,8 @@ from diagnosis.pyfunc import BadInput, PyfuncDiagnoser, _load_pyfunc
 from models.registry import create_model
 from pipeline.config import PipelineConfig
 from training.datasets import DatasetSpec, build, load_dataset
-from training.tracking import CHAMPION, MODEL_CARD, Tracker, fetch_model
+from training.model_fetch import fetch_model
+from training.tracking import CHAMPION, MODEL_CARD, Tracker
 
 NAME = "vsandx-pyfunc-test"
 
