@@ -26,8 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from models.base import LABELS, load_model  # noqa: E402
-from models.calibration import CalibratedDiagnoser, ece_if_calibrated, kind_ece, kind_top  # noqa: E402
+from models.calibration import CalibratedDiagnoser  # noqa: E402
 from models.conformal import review_summary  # noqa: E402
+from models.ece import ece_if_calibrated, kind_ece, kind_top  # noqa: E402
 from models.metrics import exact_match  # noqa: E402
 from training.datasets import DatasetSpec, build, load_dataset  # noqa: E402
 

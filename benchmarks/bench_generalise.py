@@ -44,8 +44,9 @@ from bench_accuracy import score  # noqa: E402
 
 from data.simulate.causes import CAUSES  # noqa: E402
 from models.base import LABELS, load_model  # noqa: E402
-from models.calibration import CalibratedDiagnoser, ece_if_calibrated, kind_ece, kind_top  # noqa: E402
+from models.calibration import CalibratedDiagnoser  # noqa: E402
 from models.conformal import review_summary  # noqa: E402
+from models.ece import ece_if_calibrated, kind_ece, kind_top  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
 from models.metrics import per_fault  # noqa: E402
 from models.registry import create_model  # noqa: E402

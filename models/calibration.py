@@ -6,7 +6,8 @@ kind, so that "90 % sure" is right about 90 % of the time.
 Two maps, the way scikit-learn's CalibratedClassifierCV offers them, chosen per kind on the calibration
 bundles themselves by two-fold cross-fitting (the one with the lower expected calibration error wins):
 - `temperature`: q ∝ p ** (1 / T), one T per kind (T > 1 softens an over-sure model); never changes
-  which label is most probable.
+  which label is most probable. A kind keeps T = 1 unless the fitted T lowers the log-loss of the
+  components it was not fitted on (two-fold cross-fitting) by more than two standard errors.
 - `isotonic`: per label of the kind, a monotone map of its score (one-vs-rest isotonic regression),
   renormalised over the kind's labels.
 Saved like any diagnoser: the base model's state nested under `base/`, the maps as small arrays, so
@@ -28,8 +29,9 @@ from typing import Any, Self
 
 import numpy as np
 
-from models.base import KIND_LABEL_INDEX, Diagnoser, Labels, Proba, check_Xy, kind_targets
+from models.base import KIND_LABEL_INDEX, Diagnoser, Labels, Proba, check_Xy
 from models.conformal import DEFAULT_COVERAGE, LabelSets, bundle_sets, conformal_classifier, true_alphas
+from models.ece import kind_scores, top_ece
 from models.estimator import check_is_fitted
 from models.ood import OutlierScorer
 from models.registry import create_model, register_model
@@ -38,73 +40,6 @@ from pipeline.tensors import BundleTensors
 EPS = 1e-6
 LOG_T = np.linspace(np.log(0.25), np.log(8.0), 121)  # the temperatures tried, evenly in log
 METHODS = ("temperature", "isotonic")
-
-
-def ece(conf: np.ndarray, correct: np.ndarray, bins: int = 15) -> float:
-    """Expected calibration error of top-label confidences: the bin-size-weighted mean gap between
-    confidence and accuracy over `bins` equal-width bins of confidence."""
-    if len(conf) == 0:
-        return 0.0
-    idx = np.minimum((conf * bins).astype(int), bins - 1)
-    total = 0.0
-    for b in range(bins):
-        m = idx == b
-        if m.any():
-            total += m.sum() * abs(float(correct[m].mean()) - float(conf[m].mean()))
-    return total / len(conf)
-
-
-def ece_if_calibrated(conf: np.ndarray, bins: int = 15, draws: int = 400, seed: int = 0) -> tuple[float, float]:
-    """(mean, 95th percentile) of the ECE that a perfectly calibrated model would show with these
-    confidences: each component right with probability exactly its confidence, `draws` times. On a
-    hundred components the estimate itself is biased upward by a few points (bins with few members are
-    never exactly right), so a measured ECE under this 95th percentile cannot be told from calibrated."""
-    if len(conf) == 0:
-        return 0.0, 0.0
-    rng = np.random.default_rng(seed)
-    got = [ece(conf, (rng.random(len(conf)) < conf).astype(float), bins) for _ in range(draws)]
-    return float(np.mean(got)), float(np.quantile(got, 0.95))
-
-
-def _kind_scores(
-    probs: Sequence[Proba], X: Sequence[BundleTensors], y: Sequence[Labels] | None, kind: str
-) -> tuple[np.ndarray, np.ndarray]:
-    """(n, k) the kind's labels' scores of every component of `kind`, and (n,) their targets (-1: none given)."""
-    rows, targets = [], []
-    cols = KIND_LABEL_INDEX[kind]
-    for b, bt in enumerate(X):
-        if kind not in bt.kinds:
-            continue
-        for cid in bt.kinds[kind].ids:
-            rows.append(probs[b][cid][cols])
-        if y is not None:
-            targets.append(kind_targets(bt, y[b], kind))
-    p = np.array(rows, dtype=np.float64).reshape(-1, len(cols))
-    t = np.concatenate(targets) if targets else np.full(len(p), -1, dtype=np.int64)
-    return p, t
-
-
-def kind_top(
-    probs: Sequence[Proba], X: Sequence[BundleTensors], y: Sequence[Labels]
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per kind: (top-label confidence, 1.0 where that label is right) of every labelled component."""
-    out = {}
-    for kind in KIND_LABEL_INDEX:
-        p, t = _kind_scores(probs, X, y, kind)
-        p, t = p[t >= 0], t[t >= 0]
-        if len(t):
-            out[kind] = (p.max(axis=1) / p.sum(axis=1), (p.argmax(axis=1) == t).astype(float))
-    return out
-
-
-def kind_ece(probs: Sequence[Proba], X: Sequence[BundleTensors], y: Sequence[Labels]) -> dict[str, float]:
-    """Expected calibration error of every kind's components on (X, y) from their scores `probs`, and
-    over all components ("all"): what the training report and the benchmarks give."""
-    top = kind_top(probs, X, y)
-    out = {kind: ece(conf, hit) for kind, (conf, hit) in top.items()}
-    confs, hits = [c for c, _ in top.values()], [h for _, h in top.values()]
-    out["all"] = ece(np.concatenate(confs), np.concatenate(hits)) if confs else 0.0
-    return out
 
 
 def _normalise(p: np.ndarray) -> np.ndarray:
@@ -124,6 +59,24 @@ def _fit_temperature(p: np.ndarray, t: np.ndarray) -> float:
     return float(LOG_T[int(np.argmin(nll))])
 
 
+def _temperature_pays(p: np.ndarray, t: np.ndarray, seed: int, z: float = 2.0) -> bool:
+    """Whether a temperature lowers the log-loss of components it was not fitted on: two-fold
+    cross-fitted, per component (raw minus calibrated NLL), kept only when the mean gain is over `z`
+    standard errors. On a couple of hundred clusters a fitted T of 1.1 is as often noise as not, and
+    applied it moved the 1,000-cluster ECE of the standard champion from 0.017 (raw) to 0.027."""
+    if len(t) < 20:
+        return True
+    order = np.random.default_rng(seed).permutation(len(t))
+    halves = (order[: len(t) // 2], order[len(t) // 2 :])
+    gain = []
+    for fit_on, test_on in (halves, halves[::-1]):
+        pt, tt, rows = p[test_on], t[test_on], np.arange(len(test_on))
+        q = _apply_temperature(pt, _fit_temperature(p[fit_on], t[fit_on]))
+        gain.append(np.log(q[rows, tt]) - np.log(_normalise(pt)[rows, tt]))
+    g = np.concatenate(gain)
+    return bool(g.mean() > z * g.std(ddof=1) / np.sqrt(len(g)))
+
+
 def _fit_isotonic(p: np.ndarray, t: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per label: the (score, calibrated score) knots of a one-vs-rest isotonic regression."""
     from sklearn.isotonic import IsotonicRegression
@@ -140,10 +93,6 @@ def _apply_isotonic(p: np.ndarray, knots: Sequence[tuple[np.ndarray, np.ndarray]
     return _normalise(np.stack(cols, axis=1))
 
 
-def _top_ece(q: np.ndarray, t: np.ndarray) -> float:
-    return ece(q.max(axis=1), (q.argmax(axis=1) == t).astype(float))
-
-
 def _choose(p: np.ndarray, t: np.ndarray, seed: int) -> str:
     """The method of lower cross-fitted ECE: each half calibrated on the other."""
     if len(t) < 20:
@@ -153,8 +102,8 @@ def _choose(p: np.ndarray, t: np.ndarray, seed: int) -> str:
     err = dict.fromkeys(METHODS, 0.0)
     for fit_on, test_on in (halves, halves[::-1]):
         pf, tf, pt, tt = p[fit_on], t[fit_on], p[test_on], t[test_on]
-        err["temperature"] += _top_ece(_apply_temperature(pt, _fit_temperature(pf, tf)), tt)
-        err["isotonic"] += _top_ece(_apply_isotonic(pt, _fit_isotonic(pf, tf)), tt)
+        err["temperature"] += top_ece(_apply_temperature(pt, _fit_temperature(pf, tf)), tt)
+        err["isotonic"] += top_ece(_apply_isotonic(pt, _fit_isotonic(pf, tf)), tt)
     return min(METHODS, key=lambda m: err[m])
 
 
@@ -199,21 +148,22 @@ class CalibratedDiagnoser(Diagnoser):
         maps: dict[str, dict[str, Any]] = {}
         self.alphas_: dict[str, np.ndarray] = {}
         for kind in KIND_LABEL_INDEX:
-            p, t = _kind_scores(probs, X, y, kind)
+            p, t = kind_scores(probs, X, y, kind)
             keep = t >= 0
             p, t = p[keep], t[keep]
             if len(t) == 0:
                 continue
             method = self.method if self.method != "auto" else _choose(p, t, self.seed)
-            before = _top_ece(_normalise(p), t)
+            before = top_ece(_normalise(p), t)
             if method == "temperature":
-                lt = _fit_temperature(p, t)
+                # T = 1 (the scores as they are) unless a temperature measurably pays on held-out halves
+                lt = _fit_temperature(p, t) if _temperature_pays(p, t, self.seed) else 0.0
                 q = _apply_temperature(p, lt)
-                maps[kind] = {"method": method, "log_t": lt, "ece_before": before, "ece_fit": _top_ece(q, t)}
+                maps[kind] = {"method": method, "log_t": lt, "ece_before": before, "ece_fit": top_ece(q, t)}
             else:
                 knots = _fit_isotonic(p, t)
                 q = _apply_isotonic(p, knots)
-                maps[kind] = {"method": method, "knots": knots, "ece_before": before, "ece_fit": _top_ece(q, t)}
+                maps[kind] = {"method": method, "knots": knots, "ece_before": before, "ece_fit": top_ece(q, t)}
             self.alphas_[kind] = true_alphas(q, t)
         self.maps_ = maps
         self._conformal()
@@ -243,7 +193,7 @@ class CalibratedDiagnoser(Diagnoser):
         check_is_fitted(self)
         probs = self.base_.predict_proba(X)
         for kind, m in self.maps_.items():
-            p, _ = _kind_scores(probs, X, None, kind)
+            p, _ = kind_scores(probs, X, None, kind)
             if not len(p):
                 continue
             q = _apply_temperature(p, m["log_t"]) if m["method"] == "temperature" else _apply_isotonic(p, m["knots"])

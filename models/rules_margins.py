@@ -78,6 +78,15 @@ THRESHOLDS: Final[dict[str, float]] = {
     "hot_read_ms": 0.5,
     "hot_read_vs_peers": 4.0,
     "hot_write_vs_peers": 2.0,
+    # A hot spot serves the reads its siblings do not get: at a few outstanding reads its latency is
+    # only past their 0.1-0.2 ms (faults.md) but its read rate stands out, so past 0.2 ms at twice its
+    # siblings' latency with three times their I/O rate also fires. A device serving less I/O than its
+    # siblings is no hot spot, whatever its latency: an idle device's few reads can read 0.9 ms at 4x
+    # its siblings (healthy disks that fired at the 0.5 ms / 4x rule alone).
+    "hot_few_read_ms": 0.2,
+    "hot_few_read_vs_peers": 2.0,
+    "hot_few_iops_vs_peers": 3.0,
+    "hot_iops_vs_peers": 1.0,
     # cluster.resync. The benign rebalance trickle is a few MB/s on one host; a rebuild reads from
     # several hosts at once (faults.md), so the second-busiest host's resync read MB/s.
     "resync_mbs": 20.0,
@@ -174,8 +183,16 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         up(h["cpu_util_pct"], th["cpu_util_pct"]),
     )
     hot = given(
-        all_of(up(d["read_ms"], th["hot_read_ms"]), up(d["read_vs_peers"], th["hot_read_vs_peers"])),
+        any_of(
+            all_of(up(d["read_ms"], th["hot_read_ms"]), up(d["read_vs_peers"], th["hot_read_vs_peers"])),
+            given(
+                up(d["iops_vs_peers"], th["hot_few_iops_vs_peers"]),
+                up(d["read_ms"], th["hot_few_read_ms"]),
+                up(d["read_vs_peers"], th["hot_few_read_vs_peers"]),
+            ),
+        ),
         gate(np.where(np.isnan(d["write_vs_peers"]), np.nan, d["write_vs_peers"] < th["hot_write_vs_peers"])),
+        gate(np.where(np.isnan(d["iops_vs_peers"]), np.nan, d["iops_vs_peers"] >= th["hot_iops_vs_peers"])),
         gate(d["capacity_ssd"]),
         gate(np.where(d["scsi_errors"] > 0, 0.0, 1.0)),
     )

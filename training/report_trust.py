@@ -77,7 +77,7 @@ def _reliability(cal: Sequence[KindCalibration], path: Path, bins: int = 10) -> 
 
 def calibration_lines(cal: Sequence[KindCalibration], folder: Path) -> list[str]:
     """The report's calibration section: ECE per kind on the test set before and after, the diagram."""
-    from models.calibration import ece, ece_if_calibrated
+    from models.ece import ece, ece_if_calibrated
 
     lines = ["", "## Calibration of the served model (field test set)", "",
              "Expected calibration error of each component's top score (15 bins; 0 = a score of 90 % is "
@@ -99,7 +99,8 @@ def calibration_lines(cal: Sequence[KindCalibration], folder: Path) -> list[str]
 
 def calibration_results(model: Diagnoser, Xt: Sequence[BundleTensors], yt: Sequence[Labels]) -> list[KindCalibration]:
     """The served model's calibration per kind on the test set ([] when it is not calibrated)."""
-    from models.calibration import CalibratedDiagnoser, kind_top
+    from models.calibration import CalibratedDiagnoser
+    from models.ece import kind_top
 
     if not isinstance(model, CalibratedDiagnoser):
         return []

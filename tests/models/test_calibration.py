@@ -16,35 +16,12 @@ from models.calibration import (
     _choose,
     _fit_isotonic,
     _fit_temperature,
-    _kind_scores,
-    _top_ece,
-    ece,
-    ece_if_calibrated,
+    _temperature_pays,
 )
+from models.ece import kind_scores, top_ece
 from models.registry import create_model
 
 from .conftest import LabData
-
-
-def test_ece_is_the_weighted_gap_between_confidence_and_accuracy() -> None:
-    assert ece(np.array([0.9] * 10), np.array([1.0] * 9 + [0.0])) == pytest.approx(0.0)
-    assert ece(np.array([0.95] * 4 + [0.55] * 4), np.array([1, 1, 0, 0, 1, 1, 1, 1.0])) == pytest.approx(
-        0.5 * 0.45 + 0.5 * 0.45
-    )
-    assert ece(np.array([]), np.array([])) == 0.0
-
-
-def test_the_ece_a_calibrated_model_would_show_shrinks_with_the_components() -> None:
-    """On a hundred components a perfectly calibrated model still measures an ECE of several points (the
-    figure an ECE target must be read against); on ten thousand, about one."""
-    rng = np.random.default_rng(0)
-    few, many = rng.uniform(0.5, 1.0, 100), rng.uniform(0.5, 1.0, 10_000)
-    mean_few, high_few = ece_if_calibrated(few)
-    mean_many, high_many = ece_if_calibrated(many, draws=50)
-    assert 0.05 < mean_few < high_few < 0.2
-    assert mean_many < 0.015 and high_many < 0.02 and high_many < mean_few / 4
-    assert ece_if_calibrated(np.ones(50)) == (0.0, 0.0)  # sure and (drawn) right: no gap to find
-    assert ece_if_calibrated(np.array([])) == (0.0, 0.0)
 
 
 def _overconfident(n: int, k: int, sharpen: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -64,14 +41,23 @@ def test_temperature_recovers_a_known_overconfidence_and_keeps_the_verdicts() ->
     held, held_t = _overconfident(4000, 4, sharpen=3.0, seed=2)
     q = _apply_temperature(held, lt)
     assert (q.argmax(axis=1) == held.argmax(axis=1)).all()
-    assert _top_ece(held, held_t) > 0.1 and _top_ece(q, held_t) < 0.03  # over-sure before, not after
+    assert top_ece(held, held_t) > 0.1 and top_ece(q, held_t) < 0.03  # over-sure before, not after
+
+
+def test_a_temperature_is_kept_only_where_it_pays_on_components_it_did_not_fit() -> None:
+    """Calibrated scores keep T = 1 (a fitted T near 1 is noise); clearly over-sure ones get theirs."""
+    calibrated, t = _overconfident(300, 4, sharpen=1.0, seed=5)
+    over, t_over = _overconfident(300, 4, sharpen=3.0, seed=6)
+    assert not _temperature_pays(calibrated, t, seed=0) and _temperature_pays(over, t_over, seed=0)
+    assert np.exp(_fit_temperature(calibrated, t)) != 1.0  # the fitted T alone would have moved them
+    assert _temperature_pays(calibrated[:10], t[:10], seed=0)  # too few to split: the fitted T
 
 
 def test_isotonic_calibrates_too_and_auto_picks_the_lower_error() -> None:
     p, t = _overconfident(4000, 3, sharpen=2.5, seed=3)
     held, held_t = _overconfident(4000, 3, sharpen=2.5, seed=4)
     q = _apply_isotonic(held, _fit_isotonic(p, t))
-    assert np.allclose(q.sum(axis=1), 1.0) and _top_ece(q, held_t) < 0.03 < _top_ece(held, held_t)
+    assert np.allclose(q.sum(axis=1), 1.0) and top_ece(q, held_t) < 0.03 < top_ece(held, held_t)
     assert _choose(p, t, seed=0) in ("temperature", "isotonic")
     assert _choose(p[:10], t[:10], seed=0) == "temperature"  # too few to split: the one-number map
 
@@ -84,7 +70,7 @@ def test_a_prefit_model_calibrated_on_held_out_bundles(method: str, lab: LabData
     for kind, m in model.summary().items():
         assert m["method"] in ("temperature", "isotonic") and 0 <= m["ece_fit"] <= 1, kind
         if m["method"] == "temperature":  # the temperature of least NLL: never worse than none (T = 1)
-            p, t = _kind_scores(base.predict_proba(lab.test[0]), lab.test[0], lab.test[1], kind)
+            p, t = kind_scores(base.predict_proba(lab.test[0]), lab.test[0], lab.test[1], kind)
             p, t = p[t >= 0], t[t >= 0]
             rows = np.arange(len(t))
             fitted, plain = _apply_temperature(p, m["log_t"]), _apply_temperature(p, 0.0)
