@@ -107,6 +107,7 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
     top = level(tput, 99)
     with np.errstate(all="ignore"):
         near_top = np.nanmean(np.where(np.isfinite(tput), tput >= 0.9 * top[:, None], np.nan), axis=1)
+    cap = np.array([_ceiling(t) for t in tput]).reshape(n, 4)
     return {
         "uplink": uplink.astype(np.float64),
         "vsan_share": share,
@@ -124,8 +125,39 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
         "esxtop_drop_pct": nanmax(lvl(kt, "esxtop.rx_drop_pct"), lvl(kt, "esxtop.tx_drop_pct")),
         "tput_top_mbs": top,
         "tput_at_top": near_top,
+        # a link that renegotiated mid-window: from the step on it carries one payload rate, step after
+        # step (the ceiling), where before it carried more
+        "cap_mbs": cap[:, 0],
+        "cap_share": cap[:, 1],
+        "cap_held": cap[:, 2],
+        "cap_before": cap[:, 3],
         "link_events": events(kt, "ev.link_down", "ev.link_up"),
     }
+
+
+def _ceiling(t: np.ndarray) -> tuple[float, float, float, float]:
+    """(T,) MB/s -> (ceiling, share of the observed window at it, share of the samples from the step on
+    at it, the most carried before the step / ceiling); NaNs where the series never repeats its rate.
+    A port at its line rate moves the same payload step after step (within 0.5 %) where a guest mix or
+    a paced benchmark wanders: the ceiling is the median of those repeated samples, the step the first
+    sample at it (within 2 %). A link that renegotiated at the onset sits at its new rate from then on."""
+    ok = np.isfinite(t) & (t > 0)
+    prev, nxt = np.roll(t, 1), np.roll(t, -1)
+    prev[0], nxt[-1] = np.nan, np.nan
+    with np.errstate(invalid="ignore"):
+        flat = ok & ((np.abs(t - prev) <= 0.005 * t) | (np.abs(t - nxt) <= 0.005 * t))
+    if flat.sum() < 3:
+        return NAN, NAN, NAN, NAN
+    cap = float(np.median(t[flat]))
+    at = ok & (np.abs(np.nan_to_num(t) - cap) <= 0.02 * cap)
+    step = int(np.argmax(at & flat))
+    before = t[:step][ok[:step]]
+    return (
+        cap,
+        float(at.sum() / ok.sum()),
+        float(at[step:].sum() / ok[step:].sum()),
+        float(before.max() / cap) if len(before) else 0.0,
+    )
 
 
 def _others_max(x: np.ndarray) -> np.ndarray:

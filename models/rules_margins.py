@@ -52,6 +52,10 @@ THRESHOLDS: Final[dict[str, float]] = {
     "fe_floor_mbs": 8.0,
     "at_top_share": 0.3,
     "peer_top_ratio": 2.5,  # ... while the other vSAN uplinks carry more than that (it is the link, not the load)
+    # ... or it carried more itself before a step down to that ceiling, where it then stayed: the link
+    # renegotiated at the onset (a whole-window top read the busier hours before it)
+    "cap_before_ratio": 1.2,
+    "cap_held": 0.9,
     "uplink_share": 0.2,  # a NIC carrying this share of its host's vSAN traffic is a vSAN uplink
     # host.cpu_contention. esxtop %RDY > 5 % per vCPU is worth a look, > 10 % degrades (VMware KB
     # 1017926 and common guidance); faults.md: readyPct > 5-10 % with pcpuUtilPct near 100.
@@ -169,7 +173,17 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
                    up(n["peer_top_mbs"] / n["tput_top_mbs"], th["peer_top_ratio"])),
             np.nan,
         )  # fmt: skip
-    link = any_of(up(slow, th["speed_ratio"]), np.where(n["half_duplex"] > 0.5, CAP, np.nan), flat_top)
+        cap = n["cap_mbs"]
+        step_down = np.where(
+            (n["uplink"] > 0.5) & np.isnan(n["speed_gbps"]),
+            all_of(gate(np.where(np.isnan(cap), np.nan, _band(cap, th["gbe_floor_mbs"], th["gbe_top_mbs"])
+                                 | _band(cap, th["fe_floor_mbs"], th["fe_top_mbs"]))),
+                   gate(np.where(np.isnan(cap), np.nan, (n["cap_held"] >= th["cap_held"])
+                                 & (n["cap_before"] >= th["cap_before_ratio"]))),
+                   up(n["cap_share"], th["at_top_share"])),
+            np.nan,
+        )  # fmt: skip
+    link = any_of(up(slow, th["speed_ratio"]), np.where(n["half_duplex"] > 0.5, CAP, np.nan), flat_top, step_down)
     # the loss rates and the host's retransmits must agree where both are collected; port drops count
     # only where loss rates are not collected (an uplink at line rate overruns the switch port too)
     loss = any_of(

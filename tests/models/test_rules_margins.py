@@ -78,7 +78,8 @@ def _flat_top(bt: BundleTensors, top: float, peers: float) -> float:
     nic = ev["nic"]
     j = int(np.flatnonzero(nic["uplink"] > 0.5)[0])
     for k, v in {"speed_gbps": np.nan, "half_duplex": np.nan, "tput_top_mbs": top, "tput_at_top": 1.0,
-                 "peer_top_mbs": peers, "vsan_share": 1.0}.items():  # fmt: skip
+                 "peer_top_mbs": peers, "vsan_share": 1.0, "cap_mbs": top, "cap_share": 1.0, "cap_held": 1.0,
+                 "cap_before": 0.0}.items():  # fmt: skip
         nic[k] = nic[k].copy()
         nic[k][j] = v
     return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
@@ -134,3 +135,33 @@ def test_a_hot_spot_serves_more_than_its_siblings() -> None:
     assert _hot(bt, read_ms=2.0, read_vs_peers=10.0, iops_vs_peers=1.2) > 1.0  # the canonical one
     assert _hot(bt, read_ms=2.0, read_vs_peers=10.0, iops_vs_peers=np.nan) > 1.0  # rate not collected
     assert _hot(bt, read_ms=0.15, read_vs_peers=1.5, iops_vs_peers=8.0) < 0  # busy but not slow: no
+
+
+def _step_down(bt: BundleTensors, cap: float, share: float, held: float, before: float) -> float:
+    """The link rule's margin for the first vSAN uplink, its speed unknown, its peers carrying no more
+    than it ever did: `share` of the window at a ceiling of `cap` MB/s, `held` of the samples from the
+    step on at it, `before` times the ceiling carried before the step."""
+    ev = bundle_evidence(bt)
+    nic = ev["nic"]
+    j = int(np.flatnonzero(nic["uplink"] > 0.5)[0])
+    top = cap * max(before, 1.0)
+    for k, v in {"speed_gbps": np.nan, "half_duplex": np.nan, "tput_top_mbs": top, "tput_at_top": 0.1,
+                 "peer_top_mbs": top, "vsan_share": 1.0, "cap_mbs": cap, "cap_share": share, "cap_held": held,
+                 "cap_before": before}.items():  # fmt: skip
+        nic[k] = nic[k].copy()
+        nic[k][j] = v
+    return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
+
+
+def test_a_step_down_to_a_link_rate_fires_where_the_whole_window_top_did_not() -> None:
+    """A vSAN uplink that carried 150-540 MB/s and from the onset on sits at 117.5 MB/s: its whole-window
+    top (the busy hours before) and its peers (no busier) hid it from the flat-top check; 4 of fold 0's 8
+    missed held-out 1 GbE links were this. It needs the step (more carried before) and the stay (the
+    samples after it at the ceiling): a paced flow that levels off, or leaves the ceiling again, is load."""
+    bt, _ = _bundle("net.packet_loss", "switch_overrun", 0)
+    assert _step_down(bt, 117.5, 0.5, 1.0, 4.6) > 0.5
+    assert _step_down(bt, 11.7, 0.4, 0.95, 1.3) > 0
+    assert _step_down(bt, 117.5, 0.5, 1.0, 1.1) < 0  # it carried no more before: a level, not a step
+    assert _step_down(bt, 117.5, 0.5, 0.7, 4.6) < 0  # it left the ceiling again: the load moved
+    assert _step_down(bt, 50.0, 0.5, 1.0, 4.6) < 0  # no link rate sits at 50 MB/s
+    assert _step_down(bt, 117.5, 0.1, 1.0, 4.6) < 0  # a few samples at the end are no finding
