@@ -107,7 +107,6 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
     top = level(tput, 99)
     with np.errstate(all="ignore"):
         near_top = np.nanmean(np.where(np.isfinite(tput), tput >= 0.9 * top[:, None], np.nan), axis=1)
-    cap = np.array([_ceiling(t) for t in tput]).reshape(n, 4)
     return {
         "uplink": uplink.astype(np.float64),
         "vsan_share": share,
@@ -125,39 +124,39 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
         "esxtop_drop_pct": nanmax(lvl(kt, "esxtop.rx_drop_pct"), lvl(kt, "esxtop.tx_drop_pct")),
         "tput_top_mbs": top,
         "tput_at_top": near_top,
-        # a link that renegotiated mid-window: from the step on it carries one payload rate, step after
-        # step (the ceiling), where before it carried more
-        "cap_mbs": cap[:, 0],
-        "cap_share": cap[:, 1],
-        "cap_held": cap[:, 2],
-        "cap_before": cap[:, 3],
+        **_cap(tput),  # a link that renegotiated mid-window sits at one payload rate from the onset on
         "link_events": events(kt, "ev.link_down", "ev.link_up"),
     }
 
 
-def _ceiling(t: np.ndarray) -> tuple[float, float, float, float]:
-    """(T,) MB/s -> (ceiling, share of the observed window at it, share of the samples from the step on
-    at it, the most carried before the step / ceiling); NaNs where the series never repeats its rate.
-    A port at its line rate moves the same payload step after step (within 0.5 %) where a guest mix or
-    a paced benchmark wanders: the ceiling is the median of those repeated samples, the step the first
-    sample at it (within 2 %). A link that renegotiated at the onset sits at its new rate from then on."""
-    ok = np.isfinite(t) & (t > 0)
-    prev, nxt = np.roll(t, 1), np.roll(t, -1)
-    prev[0], nxt[-1] = np.nan, np.nan
+def _cap(x: np.ndarray) -> dict[str, np.ndarray]:
+    """(n, T) MB/s -> per row (n,): the rate it repeats (`cap_mbs`), the share of the observed window at
+    it, the share of the samples from the step on at it, and the most carried before the step over it;
+    NaN where a row never repeats its rate. A port at its line rate moves the same payload step after
+    step (within 0.5 %) where a guest mix or a paced benchmark wanders: the cap is the median of those
+    repeated samples, the step the first repeated sample at it (within 2 %). Unlike the window's top
+    (`tput_top_mbs`), it finds a link that renegotiated mid-window below what it carried before."""
+    n, T = x.shape
+    ok = np.isfinite(x) & (x > 0)
+    prev = np.pad(x, ((0, 0), (1, 0)), constant_values=np.nan)[:, :-1]
+    nxt = np.pad(x, ((0, 0), (0, 1)), constant_values=np.nan)[:, 1:]
     with np.errstate(invalid="ignore"):
-        flat = ok & ((np.abs(t - prev) <= 0.005 * t) | (np.abs(t - nxt) <= 0.005 * t))
-    if flat.sum() < 3:
-        return NAN, NAN, NAN, NAN
-    cap = float(np.median(t[flat]))
-    at = ok & (np.abs(np.nan_to_num(t) - cap) <= 0.02 * cap)
-    step = int(np.argmax(at & flat))
-    before = t[:step][ok[:step]]
-    return (
-        cap,
-        float(at.sum() / ok.sum()),
-        float(at[step:].sum() / ok[step:].sum()),
-        float(before.max() / cap) if len(before) else 0.0,
-    )
+        flat = ok & ((np.abs(x - prev) <= 0.005 * x) | (np.abs(x - nxt) <= 0.005 * x))
+    out = {k: np.full(n, np.nan) for k in ("cap_mbs", "cap_share", "cap_held", "cap_before")}
+    rows = flat.sum(axis=1) >= 3
+    if not rows.any():
+        return out
+    x, ok, flat = x[rows], ok[rows], flat[rows]
+    cap = np.nanmedian(np.where(flat, x, np.nan), axis=1)
+    with np.errstate(invalid="ignore"):
+        at = ok & (np.abs(x - cap[:, None]) <= 0.02 * cap[:, None])
+    after = np.arange(T)[None, :] >= np.argmax(at & flat, axis=1)[:, None]
+    before = np.where(ok & ~after, x, 0.0).max(axis=1)
+    out["cap_mbs"][rows] = cap
+    out["cap_share"][rows] = at.sum(axis=1) / ok.sum(axis=1)
+    out["cap_held"][rows] = (at & after).sum(axis=1) / (ok & after).sum(axis=1)
+    out["cap_before"][rows] = before / cap
+    return out
 
 
 def _others_max(x: np.ndarray) -> np.ndarray:

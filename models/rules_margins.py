@@ -149,6 +149,13 @@ def _band(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
     return (x >= lo) & (x <= hi)
 
 
+def _at_link_rate(mbs: np.ndarray, th: Mapping[str, float]) -> np.ndarray:
+    """Whether a throughput is 1 GbE's (or 100 Mb/s') payload rate, as a gate: a band, yes or no (as a
+    distance, a canonical 117 MB/s sat a hair under 125 and the rule barely fired)."""
+    at = _band(mbs, th["gbe_floor_mbs"], th["gbe_top_mbs"]) | _band(mbs, th["fe_floor_mbs"], th["fe_top_mbs"])
+    return gate(np.where(np.isnan(mbs), np.nan, at))
+
+
 def _pos(m: np.ndarray) -> np.ndarray:
     return np.maximum(np.nan_to_num(m, nan=-CAP), 0.0)
 
@@ -161,29 +168,21 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         # below the design speed, or below the port's own rated speed (NaN where neither is known)
         below = np.fmax(n["design_gbps"], n["rated_gbps"]) / n["speed_gbps"]
         slow = np.where(n["vsan_share"] >= th["uplink_share"], below, np.nan)
-        # 1 GbE's (or 100 Mb/s') payload ceiling is a band, a yes/no: as a distance, a canonical 117 MB/s
-        # sat a hair under the band's top and the rule barely fired. How long the uplink sits there and
-        # how much more its peers carry grade the finding.
-        top = n["tput_top_mbs"]
-        flat_top = np.where(
+        top, cap = n["tput_top_mbs"], n["cap_mbs"]
+        # speed unknown (no nicinfo, no logged link-up): read off the uplink's throughput, flat at its top
+        # for a share of the window while its peers carry more, or stepped down to a rate and held there
+        # after carrying more before (a whole-window top reads the busier hours before the onset); the
+        # time at that rate and how much more the peers carry grade the finding
+        by_rate = np.where(
             (n["uplink"] > 0.5) & np.isnan(n["speed_gbps"]),
-            all_of(gate(np.where(np.isnan(top), np.nan, _band(top, th["gbe_floor_mbs"], th["gbe_top_mbs"])
-                                 | _band(top, th["fe_floor_mbs"], th["fe_top_mbs"]))),
-                   up(n["tput_at_top"], th["at_top_share"]),
-                   up(n["peer_top_mbs"] / n["tput_top_mbs"], th["peer_top_ratio"])),
+            any_of(all_of(_at_link_rate(top, th), up(n["tput_at_top"], th["at_top_share"]),
+                          up(n["peer_top_mbs"] / top, th["peer_top_ratio"])),
+                   all_of(_at_link_rate(cap, th), up(n["cap_share"], th["at_top_share"]),
+                          gate(np.where(np.isnan(cap), np.nan, (n["cap_held"] >= th["cap_held"])
+                                        & (n["cap_before"] >= th["cap_before_ratio"]))))),
             np.nan,
         )  # fmt: skip
-        cap = n["cap_mbs"]
-        step_down = np.where(
-            (n["uplink"] > 0.5) & np.isnan(n["speed_gbps"]),
-            all_of(gate(np.where(np.isnan(cap), np.nan, _band(cap, th["gbe_floor_mbs"], th["gbe_top_mbs"])
-                                 | _band(cap, th["fe_floor_mbs"], th["fe_top_mbs"]))),
-                   gate(np.where(np.isnan(cap), np.nan, (n["cap_held"] >= th["cap_held"])
-                                 & (n["cap_before"] >= th["cap_before_ratio"]))),
-                   up(n["cap_share"], th["at_top_share"])),
-            np.nan,
-        )  # fmt: skip
-    link = any_of(up(slow, th["speed_ratio"]), np.where(n["half_duplex"] > 0.5, CAP, np.nan), flat_top, step_down)
+    link = any_of(up(slow, th["speed_ratio"]), np.where(n["half_duplex"] > 0.5, CAP, np.nan), by_rate)
     # the loss rates and the host's retransmits must agree where both are collected; port drops count
     # only where loss rates are not collected (an uplink at line rate overruns the switch port too)
     loss = any_of(

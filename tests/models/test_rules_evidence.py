@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.rules_evidence import _ceiling
+from models.rules_evidence import _cap
+
+
+def _ceiling(t: np.ndarray) -> tuple[float, float, float, float]:
+    """_cap of one (T,) series: (cap, share, held, before)."""
+    got = _cap(t[None])
+    cap, share, held, before = (float(got[k][0]) for k in ("cap_mbs", "cap_share", "cap_held", "cap_before"))
+    return cap, share, held, before
 
 
 def test_ceiling_reads_a_step_down_to_a_line_rate() -> None:

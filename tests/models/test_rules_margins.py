@@ -154,7 +154,7 @@ def _step_down(bt: BundleTensors, cap: float, share: float, held: float, before:
 
 
 def test_a_step_down_to_a_link_rate_fires_where_the_whole_window_top_did_not() -> None:
-    """A vSAN uplink that carried 150-540 MB/s and from the onset on sits at 117.5 MB/s: its whole-window
+    """A vSAN uplink that carried 148-540 MB/s and from the onset on sits at 117.5 MB/s: its whole-window
     top (the busy hours before) and its peers (no busier) hid it from the flat-top check; 4 of fold 0's 8
     missed held-out 1 GbE links were this. It needs the step (more carried before) and the stay (the
     samples after it at the ceiling): a paced flow that levels off, or leaves the ceiling again, is load."""
@@ -165,3 +165,24 @@ def test_a_step_down_to_a_link_rate_fires_where_the_whole_window_top_did_not() -
     assert _step_down(bt, 117.5, 0.5, 0.7, 4.6) < 0  # it left the ceiling again: the load moved
     assert _step_down(bt, 50.0, 0.5, 1.0, 4.6) < 0  # no link rate sits at 50 MB/s
     assert _step_down(bt, 117.5, 0.1, 1.0, 4.6) < 0  # a few samples at the end are no finding
+
+
+def test_a_stepped_down_uplink_in_a_bundle_reaches_the_link_rule() -> None:
+    """From the tensors to the margin: a vSAN uplink whose host sent no nicinfo, rewritten to carry
+    200-540 MB/s and then 117.5 MB/s from step 100 on, reads as capped at 1 GbE and fires."""
+    from pipeline.channels import KIND_CHANNELS, KIND_STATIC, LOG_SCALED
+
+    bt, _ = _bundle("net.packet_loss", "switch_overrun", 0)
+    nic = bt.kinds["nic"]
+    j = int(np.flatnonzero(bundle_evidence(bt)["nic"]["uplink"] > 0.5)[0])
+    T = nic.values.shape[-1]
+    mbs = np.concatenate([np.random.default_rng(0).uniform(200, 540, 100), np.full(T - 100, 117.5)])
+    for ch in ("pnic.rxThroughput", "pnic.txThroughput"):
+        c = KIND_CHANNELS["nic"].index(ch)
+        nic.values[j, c] = np.log1p(mbs) if LOG_SCALED["nic"][c] else mbs
+        nic.mask[j, c] = True
+    for name in ("speed_gbps", "rated_gbps", "duplex_full"):
+        nic.static_mask[j, KIND_STATIC["nic"].index(name)] = False
+    ev = bundle_evidence(bt)["nic"]
+    assert abs(ev["cap_mbs"][j] - 117.5) < 0.1 and ev["cap_held"][j] == 1.0 and ev["cap_before"][j] > 4
+    assert rule_margins(bt, THRESHOLDS)["net.link_degraded"][j] > 0.5
