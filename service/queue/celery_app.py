@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 DIAGNOSES, TRAINING = "diagnoses", "training"
 TRAIN_TIME_LIMIT_S = 3000.0  # capped below the visibility timeout
 WEBHOOK_TIME_LIMIT_S = 1800.0  # a delivery may diagnose several bundles; capped below the visibility timeout
+# a pool child loads the served model (worker_process_init) before it reports up; Celery's default
+# 4 s killed a replacement child still loading on a busy machine (CI), and on a slow disk every one
+PROC_START_S = 120.0
 
 
 def check_limits(s: ServiceSettings) -> None:
@@ -61,6 +64,7 @@ def make_celery(s: ServiceSettings) -> Celery:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
+        worker_proc_alive_timeout=PROC_START_S,
         task_time_limit=s.task_time_limit_s,
         task_soft_time_limit=max(s.task_time_limit_s - 5.0, 0.8 * s.task_time_limit_s),
         task_routes={

@@ -139,11 +139,14 @@ def stall_env(folder: Path) -> dict[str, str]:
     return {"PYTHONPATH": path, "VSANDX_TEST_STALL": str(folder / "stalled.pid")}
 
 
-def start_worker(env: dict[str, str], *args: str, log: Path | None = None) -> subprocess.Popen[bytes]:
-    """`vsandx worker ARGS` in its own process group, with `env` added to this process's environment."""
+def start_worker(
+    env: dict[str, str], *args: str, log: Path | None = None, prelude: str = ""
+) -> subprocess.Popen[bytes]:
+    """`vsandx worker ARGS` in its own process group, with `env` added to this process's environment;
+    `prelude`: Python run in the worker before it starts."""
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 (the child owns it)
     return subprocess.Popen(
-        [sys.executable, "-c", WORKER, *args],
+        [sys.executable, "-c", prelude + WORKER, *args],
         env={**os.environ, **env},
         cwd=Path(__file__).resolve().parents[2],
         stdout=out,

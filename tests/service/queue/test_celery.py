@@ -4,6 +4,8 @@ without retries."""
 
 from __future__ import annotations
 
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +17,7 @@ from service.app import create_app
 from service.queue.celery_app import DIAGNOSES, check_limits
 from service.store.tables import Diagnosis
 from tests.conftest import require
-from tests.service.kit import redis_available, redis_env, settings_of, start_worker, stop_process
+from tests.service.kit import redis_available, redis_env, settings_of, start_worker, stop_process, until
 from vsandx.settings import ServiceSettings
 
 
@@ -63,6 +65,39 @@ def test_celery_worker_diagnoses_through_redis(
         assert r.status_code == 422 and "no vSAN performance data" in r.json()["detail"]
         (failed,) = c.get("/api/v1/diagnoses?status=failed").json()["items"]
         assert failed["attempts"] == 1
+
+
+# The first pool child writes its pid to VSANDX_TEST_FIRST_CHILD; every later one (a replacement) takes 6 s
+# to start, as the served model loading on a busy machine. Celery waits 4 s by default for a replacement
+# to report up, then kills it and starts another, which it kills in turn: no diagnosis ever again.
+SLOW_REPLACEMENT = """
+import os, time
+from celery.signals import worker_process_init
+def _slow(**kwargs):
+    try:
+        fd = os.open(os.environ["VSANDX_TEST_FIRST_CHILD"], os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        time.sleep(6)
+        return
+    os.write(fd, str(os.getpid()).encode()); os.close(fd)
+worker_process_init.connect(_slow, weak=False)
+"""
+
+
+def test_a_replacement_pool_child_slow_to_load_the_model_still_diagnoses(
+    celery_env: dict[str, str], bundles: list[Path], tmp_path: Path
+) -> None:
+    log, first = tmp_path / "worker.log", tmp_path / "first.pid"
+    env = celery_env | {"VSANDX_TEST_FIRST_CHILD": str(first)}
+    p = start_worker(env, "--queues", DIAGNOSES, "--concurrency", "1", log=log, prelude=SLOW_REPLACEMENT)
+    try:
+        os.kill(int(until(lambda: first.exists() and first.read_text().strip(), timeout=60)), signal.SIGKILL)
+        with TestClient(create_app(settings_of(celery_env, wait_timeout_s=60))) as c:
+            r = c.post("/api/v1/diagnoses?wait=true", files={"bundle": ("a.tgz", bundles[0].read_bytes())})
+            assert r.status_code == 201, (r.text, log.read_text()[-3000:])
+    finally:
+        stop_process(p)
+    assert "Timed out waiting for UP message" not in log.read_text()
 
 
 def test_time_limits_stay_below_lease_and_visibility_timeout() -> None:
