@@ -30,6 +30,12 @@ class Clue:
     agg: str  # max | mean | min | sum | p90
     text: str  # "{v}" is the component's figure, "{p}" the median of its peers (diagnosis.series.peers_of)
     target: str = "self"  # self | hosts: the total over every host (a cluster fault seen where it is made)
+    # a ceiling read from the onset on, where the component carried more before it (a link that stepped
+    # down to 1 GbE mid-window: its whole-window top is the busy hours before, which the chart contradicts)
+    since_onset: bool = False
+
+
+STEP = 1.2  # the most carried before the onset, against from it on, that makes a ceiling "from the onset on"
 
 
 _UPLINKS = "other hosts' vSAN uplinks"
@@ -43,8 +49,8 @@ CLUES: dict[str, tuple[Clue, ...]] = {
         Clue("esxtop.rx_drop_pct", "max", "esxtop shows up to {v} of received packets dropped on the port"),
     ),
     "net.link_degraded": (
-        Clue("pnic.rxThroughput", "max", f"receive throughput tops out at {{v}} ({_UPLINKS} {{p}})"),
-        Clue("pnic.txThroughput", "max", f"transmit throughput tops out at {{v}} ({_UPLINKS} {{p}})"),
+        Clue("pnic.rxThroughput", "max", f"receive throughput tops out at {{v}} ({_UPLINKS} {{p}})", since_onset=True),
+        Clue("pnic.txThroughput", "max", f"transmit throughput tops out at {{v}} ({_UPLINKS} {{p}})", since_onset=True),
         Clue("pnic.pauseCount", "sum", f"{{v}} pause frames in the window ({_UPLINKS} {{p}})"),
     ),
     "disk.latency": (
@@ -198,7 +204,14 @@ def _read(bt: BundleTensors, component: str, fault: str, onset: int | None = Non
         if got is None:
             continue
         unit, x, i, peers, entity = got
-        per = _agg(x, clue.agg)
+        per, text = _agg(x, clue.agg), clue.text
+        if clue.since_onset and onset is not None:
+            before, after = _agg(x[:, :onset], clue.agg), _agg(x[:, onset:], clue.agg)
+            if before[i] > STEP * after[i]:  # the subject and its peers from the onset on
+                x = np.where(np.arange(x.shape[1]) >= onset, x, np.nan)
+                per = after
+                was = _fmt(float(before[i]), unit)
+                text = text.replace("{v}", f"{{v}} from the onset on, after up to {was} before it")
         if clue.agg == "sum" and unit == "1/s":  # a rate per second summed over steps: count it
             per = per * bt.step_s
         if np.isnan(per[i]) or (clue.agg == "sum" and per[i] == 0):
@@ -206,7 +219,7 @@ def _read(bt: BundleTensors, component: str, fault: str, onset: int | None = Non
         vals = per[peers]
         peer = float(np.nanmedian(vals)) if vals.size and not np.isnan(vals).all() else np.nan
         # no peer with data: the figure stands alone, without its "(peers …)"
-        text = clue.text if not np.isnan(peer) else _NO_PEERS.sub("", clue.text)
+        text = text if not np.isnan(peer) else _NO_PEERS.sub("", text)
         text = text.replace("{v}", _fmt(float(per[i]), unit)).replace("{p}", _fmt(peer, unit))
         if clue.channel.startswith("esxtop."):
             text += _capture(bt, x[i], onset)

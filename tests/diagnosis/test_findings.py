@@ -193,3 +193,32 @@ def test_esxtop_evidence_says_when_its_capture_ran(index: int, relation: str) ->
     assert f.onset is not None and got.group(3) == f", {relation}"
     onset_hhmm = f.onset["time"][11:16]
     assert (got.group(2) <= onset_hhmm) if relation.startswith("before") else (got.group(1) >= onset_hhmm)
+
+
+def test_a_link_that_stepped_down_reads_its_ceiling_from_the_onset_on() -> None:
+    """A 1 GbE link from step 98 of 180 that carried 241 MB/s before: "tops out at 241 MB/s" contradicted
+    its own chart (117 MB/s from the onset on). The figure, its peers' and the worst sample are read from
+    the onset on, and the evidence says what it carried before; a link without the step reads as before."""
+    b = simulate_bundle("lab", 11, 1, faults=("net.link_degraded",))
+    bt = load_bundle(tar_bytes(b.files))
+    comp = b.plan.faults[0].component
+    (f,) = findings(bt, {comp: ("net.link_degraded", 0.9)})
+    assert f.onset is not None and not f.onset["at_start"]
+    on = (calendar.timegm(time.strptime(f.onset["time"], "%Y-%m-%dT%H:%M:%SZ")) - bt.start) // bt.step_s
+    nic = bt.kinds["nic"]
+    i = nic.ids.index(comp)
+    x = decoded(nic, "pnic.rxThroughput")
+    after, before = float(np.nanmax(x[i, on:])), float(np.nanmax(x[i, :on]))
+    assert 100 < after < 125 < 1.2 * after < before  # 1 GbE's payload rate, and a busier past
+    peers = float(np.median(np.nanmax(x[peers_of(bt, "nic", i), on:], axis=1)))
+    assert f.evidence[0] == (
+        f"receive throughput tops out at {after:.3g} MB/s from the onset on, after up to {before:.3g} MB/s "
+        f"before it (other hosts' vSAN uplinks {peers:.3g} MB/s)"
+    )
+    worst = f.series[0]
+    assert worst["value"] == pytest.approx(after) and worst["time"] >= f.onset["time"]
+    flat = simulate_bundle("lab", 11, 2, faults=("net.link_degraded",))
+    flat_bt = load_bundle(tar_bytes(flat.files))
+    flat_comp = flat.plan.faults[0].component
+    (g,) = findings(flat_bt, {flat_comp: ("net.link_degraded", 0.9)})
+    assert "onset" not in g.evidence[0] and g.evidence[0] == evidence(flat_bt, flat_comp, "net.link_degraded")[0]
