@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,10 +30,36 @@ def pipeline_settings() -> Iterator[None]:
         yield
 
 
+HELD: list[tuple[int, int]] = []  # (features, rule margins) the memo held while each baseline was fitted
+
+
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, Trained]:
+    import training.run
+    from models.features import bundle_features
+    from models.rules_margins import named_margins
+
+    fit = training.run.fit_and_score
+
+    def watched(*args: Any, **kwargs: Any) -> dict[str, float]:
+        HELD.append((bundle_features._limit(), named_margins._limit()))
+        return fit(*args, **kwargs)
+
     settings = Settings(data_dir=tmp_path_factory.mktemp("var"), sim_workers=2)
-    return settings, run_training(TrainConfig.preset("smoke"), settings, progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(training.run, "fit_and_score", watched)
+        return settings, run_training(TrainConfig.preset("smoke"), settings, progress=False)
+
+
+def test_a_run_computes_each_bundles_features_once(trained: tuple[Settings, Trained]) -> None:
+    """Every baseline was fitted while the per-bundle memo held the run's three datasets (else each
+    baseline, refit and scoring pass computed every bundle's features again), and it trimmed back after."""
+    from models.features import bundle_features
+
+    cfg = TrainConfig.preset("smoke")
+    n = cfg.lab + cfg.varied + cfg.val + cfg.test
+    assert len(HELD) == len(cfg.baselines) and all(f >= n and m >= n for f, m in HELD), (HELD, n)
+    assert bundle_features._limit() == bundle_features.size < n
 
 
 def test_training_reads_bundles_with_the_pipeline_settings(trained: tuple[Settings, Trained]) -> None:
