@@ -48,8 +48,10 @@ from models.calibration import CalibratedDiagnoser  # noqa: E402
 from models.conformal import review_summary  # noqa: E402
 from models.ece import ece_if_calibrated, kind_ece, kind_top  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
+from models.features import bundle_features  # noqa: E402
 from models.metrics import per_fault  # noqa: E402
 from models.registry import create_model  # noqa: E402
+from models.rules_margins import named_margins  # noqa: E402
 from training.datasets import DatasetSpec, build, load_dataset  # noqa: E402
 
 
@@ -148,7 +150,14 @@ def main() -> int:
             (folder / "fit.json").write_text(json.dumps({"fit_s": fit_s}))
         return model, fit_s
 
-    def run(X: list[Any], y: list[Any], tests: dict[str, tuple[list[Any], list[Any]]], key: str, **extra: Any) -> None:
+    Tests = dict[str, tuple[list[Any], list[Any]]]
+
+    def run(X: list[Any], y: list[Any], tests: Tests, key: str, **extra: Any) -> None:
+        n = len(X) + len(val[0]) + sum(len(t[0]) for t in tests.values())
+        with bundle_features.holding(n), named_margins.holding(n):  # each bundle's features once, not per model
+            scored(X, y, tests, key, **extra)
+
+    def scored(X: list[Any], y: list[Any], tests: Tests, key: str, **extra: Any) -> None:
         fitted = {name: fitted_model(name, X, y, key) for name in names}
         for combo in combos:  # probabilities averaged, as the served ensemble averages its members
             names_, weights, kinds = combination(combo)
