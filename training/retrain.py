@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from models.base import Diagnoser, SchemaMismatch, load_model
+from models.features import bundle_features
 from models.metrics import component_accuracy, exact_match
+from models.rules_margins import named_margins
 from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
 from training.config import TrainConfig
@@ -197,9 +199,11 @@ def retrain(
     with tracker.run(f"retrain-{stamp}", params, config=config, tags={KIND_TAG: "retrain", **(tags or {})}) as run:
         if candidate is None:
             candidate = _sweep_candidate(run, cfg, specs, fb_train, warm, tracker, out, settings, pipe, progress)
-        cand_field, cand_fb = score(candidate, Xt, yt), score(candidate, Xf, yf)
-        champ_field = score(champ_model, Xt, yt) if champ_model else None
-        champ_fb = score(champ_model, Xf, yf) if champ_model else None
+        with bundle_features.holding(held := len(Xt) + len(Xf)), named_margins.holding(held):  # read thrice
+            cand_field, cand_fb = score(candidate, Xt, yt), score(candidate, Xf, yf)
+            champ_field = score(champ_model, Xt, yt) if champ_model else None
+            champ_fb = score(champ_model, Xf, yf) if champ_model else None
+            served = score_model(f"retrain candidate ({trigger})", "retrain", candidate, Xt, yt, 0.0)
         decision = decide(cand_field, champ_field, cand_fb, champ_fb)
         s = {"candidate_field": cand_field, "candidate_feedback": cand_fb, "champion_field": champ_field,
              "champion_feedback": champ_fb}  # fmt: skip
@@ -213,7 +217,6 @@ def retrain(
             f"bundles ({settings.retrain_feedback_weight} copies each)",
             "judged on": f"{len(Xt)} simulated field bundles and {len(Xf)} engineer-labelled ones held back",
         }
-        served = score_model(f"retrain candidate ({trigger})", "retrain", candidate, Xt, yt, 0.0)
         card = model_card(settings.registered_model, served, [], data, asdict(cfg))
         run.log_model_folder(candidate.save(out / "candidate"), card)
         ref = tracker.register(
