@@ -1,0 +1,45 @@
+"""training/report.py's scoring: every bundle predicted for the accuracy, and the serving latency read
+on fresh objects, whatever a training run memoised for the bundles (models.memo)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from models.features import bundle_features
+from training.report import LATENCY_BUNDLES, score_model
+
+
+class Bundle:  # stands in for BundleTensors: the memo keys on identity
+    pass
+
+
+class Reader:
+    """A model whose prediction reads each bundle's features, as every registered one does."""
+
+    def predict(self, X: list[Any]) -> list[dict[str, str]]:
+        for bt in X:
+            bundle_features(bt)
+        return [{"cluster": "none"} for _ in X]
+
+
+def test_latency_is_read_on_fresh_bundles_inside_a_training_runs_hold(monkeypatch: pytest.MonkeyPatch) -> None:
+    computed: list[int] = []
+
+    def slow_features(bt: Any) -> dict[str, Any]:  # 5 ms a bundle, the memo's hits take none
+        computed.append(id(bt))
+        time.sleep(0.005)
+        return {}
+
+    monkeypatch.setattr(bundle_features, "fn", slow_features)
+    X = [Bundle() for _ in range(100)]
+    y = [{"cluster": "none"} for _ in X]
+    with bundle_features.holding(len(X) + LATENCY_BUNDLES):
+        for bt in X:  # the run has read every bundle already (a baseline, a refit)
+            bundle_features(bt)
+        computed.clear()
+        s = score_model("reader", "baseline", Reader(), X, y, 0.0)  # type: ignore[arg-type]
+    assert s.exact_match == 1.0 and s.healthy_all_none == 1.0
+    assert len(computed) == LATENCY_BUNDLES and s.predict_ms_p50 >= 5.0  # the sampled ones, computed afresh
