@@ -29,9 +29,8 @@ from models.base import LABELS, load_model  # noqa: E402
 from models.calibration import CalibratedDiagnoser  # noqa: E402
 from models.conformal import review_summary  # noqa: E402
 from models.ece import ece_if_calibrated, kind_ece, kind_top  # noqa: E402
-from models.features import bundle_features  # noqa: E402
+from models.features import hold_features  # noqa: E402
 from models.metrics import exact_match  # noqa: E402
-from models.rules_margins import named_margins  # noqa: E402
 from training.datasets import DatasetSpec, build, load_dataset  # noqa: E402
 
 
@@ -80,8 +79,7 @@ def main() -> int:
     X, y = load_dataset(build(DatasetSpec("field", args.test, seed=args.seed), Path(args.sets), progress=False))
     X, y = list(X), list(y)
     Xv, yv = load_dataset(run_set(root, args.val_seed))
-    n = len(X) + len(Xv)
-    with bundle_features.holding(n), named_margins.holding(n):  # every row reads the same bundles' features
+    with hold_features(len(X) + len(Xv)):  # every row reads the same bundles' features
         rows = [row("served", served, X, y, args.coverage), row("uncalibrated", base, X, y, args.coverage)]
         for method in (m for m in args.methods.split(",") if m):
             model = CalibratedDiagnoser.of(base, method).calibrate(list(Xv), list(yv))

@@ -48,10 +48,9 @@ from models.calibration import CalibratedDiagnoser  # noqa: E402
 from models.conformal import review_summary  # noqa: E402
 from models.ece import ece_if_calibrated, kind_ece, kind_top  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
-from models.features import bundle_features  # noqa: E402
+from models.features import hold_features  # noqa: E402
 from models.metrics import per_fault  # noqa: E402
 from models.registry import create_model  # noqa: E402
-from models.rules_margins import named_margins  # noqa: E402
 from training.datasets import DatasetSpec, build, load_dataset  # noqa: E402
 
 
@@ -150,28 +149,23 @@ def main() -> int:
             (folder / "fit.json").write_text(json.dumps({"fit_s": fit_s}))
         return model, fit_s
 
-    Tests = dict[str, tuple[list[Any], list[Any]]]
-
-    def run(X: list[Any], y: list[Any], tests: Tests, key: str, **extra: Any) -> None:
+    def run(X: list[Any], y: list[Any], tests: dict[str, tuple[list[Any], list[Any]]], key: str, **extra: Any) -> None:
         n = len(X) + len(val[0]) + sum(len(t[0]) for t in tests.values())
-        with bundle_features.holding(n), named_margins.holding(n):  # each bundle's features once, not per model
-            scored(X, y, tests, key, **extra)
-
-    def scored(X: list[Any], y: list[Any], tests: Tests, key: str, **extra: Any) -> None:
-        fitted = {name: fitted_model(name, X, y, key) for name in names}
-        for combo in combos:  # probabilities averaged, as the served ensemble averages its members
-            names_, weights, kinds = combination(combo)
-            if all(p in fitted for p in names_):
-                ens = EnsembleDiagnoser.of([fitted[p][0] for p in names_], weights, kinds)
-                fitted[combo] = (ens, sum(fitted[p][1] for p in names_))
-        for method in methods:
-            for name, (model, fit_s) in list(fitted.items()):
-                if " " not in name:  # not a calibrated one already
-                    fitted[f"{name} {method}"] = (CalibratedDiagnoser.of(model, method).calibrate(*val), fit_s)
-        for name, (model, fit_s) in fitted.items():
-            for test, (Xt, yt) in tests.items():
-                probs = model.predict_proba(Xt)
-                report(name, test, Xt, yt, probs, fit_s, **extra, **review(model, Xt, yt, probs))
+        with hold_features(n):  # each bundle's features once, not per model
+            fitted = {name: fitted_model(name, X, y, key) for name in names}
+            for combo in combos:  # probabilities averaged, as the served ensemble averages its members
+                names_, weights, kinds = combination(combo)
+                if all(p in fitted for p in names_):
+                    ens = EnsembleDiagnoser.of([fitted[p][0] for p in names_], weights, kinds)
+                    fitted[combo] = (ens, sum(fitted[p][1] for p in names_))
+            for method in methods:
+                for name, (model, fit_s) in list(fitted.items()):
+                    if " " not in name:  # not a calibrated one already
+                        fitted[f"{name} {method}"] = (CalibratedDiagnoser.of(model, method).calibrate(*val), fit_s)
+            for name, (model, fit_s) in fitted.items():
+                for test, (Xt, yt) in tests.items():
+                    probs = model.predict_proba(Xt)
+                    report(name, test, Xt, yt, probs, fit_s, **extra, **review(model, Xt, yt, probs))
 
     for fold in [int(f) for f in args.folds.split(",") if f]:
         held = held_out(fold)

@@ -26,6 +26,8 @@ seconds (models/scalers.py holds the baselines' sklearn transformers).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Final
 
 import numpy as np
@@ -194,6 +196,15 @@ def _bundle_features(bt: BundleTensors) -> dict[str, np.ndarray]:
 # Every member of an ensemble reads the same rows of the bundle being diagnosed: computed once.
 bundle_features = per_bundle(_bundle_features)
 _RECENT, _RECENT_SIZE = bundle_features.entries, bundle_features.size
+
+
+@contextmanager
+def hold_features(n: int) -> Iterator[None]:
+    """Within the block keep the engineered rows and the rule margins (named_margins, which the rules
+    member reads too) of the last `n` bundles: a training run or benchmark that reads the same datasets
+    in every model, refit and scoring pass computes each bundle's once."""
+    with bundle_features.holding(n), named_margins.holding(n):
+        yield
 
 
 UPLINK_CHECKS: Final = ("uplink:slow_for_design", "uplink:half_duplex")

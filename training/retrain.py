@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from models.base import Diagnoser, SchemaMismatch, load_model
-from models.features import bundle_features
+from models.features import hold_features
 from models.metrics import component_accuracy, exact_match
-from models.rules_margins import named_margins
 from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
 from training.config import TrainConfig
@@ -199,7 +198,7 @@ def retrain(
     with tracker.run(f"retrain-{stamp}", params, config=config, tags={KIND_TAG: "retrain", **(tags or {})}) as run:
         if candidate is None:
             candidate = _sweep_candidate(run, cfg, specs, fb_train, warm, tracker, out, settings, pipe, progress)
-        with bundle_features.holding(held := len(Xt) + len(Xf)), named_margins.holding(held):  # read thrice
+        with hold_features(len(Xt) + len(Xf)):  # each bundle read by three scorings
             cand_field, cand_fb = score(candidate, Xt, yt), score(candidate, Xf, yf)
             champ_field = score(champ_model, Xt, yt) if champ_model else None
             champ_fb = score(champ_model, Xf, yf) if champ_model else None

@@ -24,10 +24,9 @@ from tqdm import tqdm
 from models.base import Diagnoser, SchemaMismatch, load_model
 from models.calibration import CalibratedDiagnoser
 from models.ensemble import EnsembleDiagnoser
-from models.features import bundle_features
+from models.features import hold_features
 from models.metrics import exact_match
 from models.registry import create_model
-from models.rules_margins import named_margins
 from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
 from training.config import TrainConfig
@@ -173,11 +172,7 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
     # and rule margins: computed once for the run, not once per model (the quick preset: 913 s of CPU,
     # of which these passes took minutes)
     held = len(X) + len(Xv) + len(Xt)
-    with (
-        bundle_features.holding(held),
-        named_margins.holding(held),
-        tracker.run(f"train-{stamp}", {"preset": resolved}, config=resolved) as parent,
-    ):
+    with hold_features(held), tracker.run(f"train-{stamp}", {"preset": resolved}, config=resolved) as parent:
         trials, ranked = sweep_and_rank(cfg, folders["train"], folders["val"], warm, tracker, out, settings, progress)
         top, members = choose_ensemble(ranked, Xv, yv, cfg.top_k)
         winners = winner_configs(top)

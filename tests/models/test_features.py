@@ -147,3 +147,14 @@ def test_rule_columns_are_the_rules_margins_saturated(lab: LabData) -> None:
                 col = feats[kind][:, names.index(f"rule:{fault}")]
                 np.testing.assert_allclose(col, np.clip(margins[fault], -1, 1), atol=1e-6)
     assert any((bundle_features(bt)["disk"][:, -2:] > 0.99).any() for bt in lab.X)  # some rule fires
+
+
+def test_hold_features_holds_the_rows_and_the_rule_margins_they_include() -> None:
+    """A training run's one hold covers both memos a model's prediction reads (models.features and the
+    rules member's named_margins), and lets them go after."""
+    from models.features import bundle_features, hold_features
+    from models.rules_margins import named_margins
+
+    with hold_features(900):
+        assert bundle_features._limit() == named_margins._limit() == 900
+    assert bundle_features._limit() == bundle_features.size and named_margins._limit() == named_margins.size
