@@ -83,15 +83,14 @@ def _ranked(p: np.ndarray, s: np.ndarray) -> list[int]:
 
 
 def _review_entry(comp: dict[str, Any], p: np.ndarray, s: np.ndarray) -> dict[str, Any] | None:
-    """A component's entry in the document's review list; None when its set is its verdict alone. An
-    empty set (no label conforms: the component is unlike the calibration ones) offers the verdict."""
+    """A component's entry in the document's review list; None when its set is its verdict alone (a set
+    is never empty: models.conformal.label_sets)."""
     ranked = _ranked(p, s)
-    if len(ranked) == 1:
+    if len(ranked) <= 1:
         return None
-    shown = ranked or [int(np.argmax(p))]
     return {"component": comp["id"], "kind": comp["kind"], "verdict": comp["verdict"],
-            "confidence": comp["confidence"], "reason": "several labels fit" if ranked else "no label fits",
-            "candidates": [{"label": LABELS[i], "score": round(float(p[i]), 4)} for i in shown]}  # fmt: skip
+            "confidence": comp["confidence"], "reason": "several labels fit",
+            "candidates": [{"label": LABELS[i], "score": round(float(p[i]), 4)} for i in ranked]}  # fmt: skip
 
 
 MAX_DRIVEN = 3  # findings whose drivers are computed, most confident first (~0.03 s each per CNN member)

@@ -51,6 +51,24 @@ def test_scores_tied_at_the_floor_up_to_rounding_keep_their_label() -> None:
     assert label_sets(cc, later, 0.95).tolist() == [[True, False, False, False]]
 
 
+def test_a_set_is_never_empty_where_the_model_is_surer_than_the_coverage_asked() -> None:
+    """A kind the model gets right 99.9 % of the time: plain split conformal at 95 % would empty the
+    sets of the components a little less sure than the floor-tied calibration ones (the top label still
+    right), sending them to review; their set is the top label alone, and doubt still shows as a set
+    of several where a second label conforms."""
+    floor = np.array([[1 - 3e-6, 1e-6, 1e-6, 1e-6]])
+    q = np.vstack([np.repeat(floor, 960, axis=0), np.tile([[0.6, 0.4, 0.0, 0.0]], (40, 1))])
+    t = np.zeros(len(q), dtype=int)
+    t[-10:] = 1  # a tenth of the unsure ones were the second label
+    cc = conformal_classifier(true_alphas(q, t))
+    sure_enough = np.array([[0.99, 0.01, 0.0, 0.0], [0.2, 0.7, 0.05, 0.05]])
+    plain = np.asarray(cc.predict_set(1.0 - sure_enough - 1e-9, confidence=0.95, smoothing=False), dtype=bool)
+    assert not plain.any()  # what crepes alone answers: no label, a review for nothing
+    assert label_sets(cc, sure_enough, 0.95).tolist() == [[True, False, False, False], [False, True, False, False]]
+    # at a coverage the model does not reach on its own, a second conforming label still makes two
+    assert label_sets(cc, np.array([[0.6, 0.4, 0.0, 0.0]]), 0.995).tolist() == [[True, True, False, False]]
+
+
 def test_higher_coverage_never_shrinks_a_set() -> None:
     q, t = _draws(500, 3, seed=3)
     cc = conformal_classifier(true_alphas(q, t))
