@@ -220,7 +220,7 @@ class Predictor:
             "coverage": coverage(bt),
             "components": comps,
             "findings": self._drivers(bt, [f.to_dict() for f in findings(bt, verdicts)]),
-            # components whose conformal set is not a single label, least sure first ([]: none, or a
+            # components whose conformal set holds several labels, least sure first ([]: none, or a
             # model without conformal data); a reader of vsandx.diagnosis/1 may ignore it
             "review": sorted(review, key=lambda r: r["confidence"]),
             # "never seen this": {"flag", "score", "threshold", "reasons": [{"kind", "component",

@@ -101,7 +101,7 @@ def bundle_sets(
 @dataclass
 class KindReview:
     """How one kind's sets did on labelled bundles: how often they held the true label, and how many
-    components they sent to review (a set that is not a single label)."""
+    components they sent to review (a set of several labels)."""
 
     kind: str
     components: int

@@ -151,8 +151,9 @@ def unusual_lines(u: Unusual) -> list[str]:
 def review_lines(r: Review) -> list[str]:
     """The report's "needs review" section: coverage and review share per kind on the test set."""
     lines = ["", f"## Needs review: conformal sets at {r.coverage:.0%} coverage (field test set)", "",
-             "A component whose set is not a single label is reported as needing review. Coverage: the share of "
-             "sets holding the true label.", "",
+             "A component whose set holds several labels is reported as needing review (a set is never empty: "
+             "where no label conforms it is the most probable one). Coverage: the share of sets holding the "
+             "true label.", "",
              "| kind | components | coverage | sent to review | mean set size |", "|---|---|---|---|---|"]  # fmt: skip
     for k in r.kinds:
         lines.append(f"| {k.kind} | {k.components} | {k.coverage:.3f} | {k.review:.1%} | {k.mean_size:.2f} |")

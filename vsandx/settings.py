@@ -28,7 +28,7 @@ class Settings(BaseSettings):
     # service's workers; parallelism comes from worker processes.
     model_threads: int = 1
     # Coverage of the conformal sets a calibrated model answers (models.conformal): a component whose set
-    # at this coverage is not a single label is reported as needing review. Applied at prediction time.
+    # at this coverage holds several labels is reported as needing review. Applied at prediction time.
     review_coverage: float = Field(default=0.95, gt=0.0, lt=1.0)
     # Path points of the integrated gradients that say what drove each finding of a model with CNN members
     # (diagnosis.drivers; 0 = none computed). 32: a median integration error of 3 % of the attributed push.
