@@ -60,5 +60,12 @@ class per_bundle(Generic[T]):
         return max([self.size, *self._holds])
 
     def _trim(self, keep: int) -> None:
+        """Down to `keep` entries: those whose bundle is gone first, then the oldest. A bundle read once
+        and let go (a fresh copy, an upload) must not push out a held one: evicting the oldest live
+        entry made the next pass over a held dataset miss on every bundle, each miss evicting the next."""
+        if len(self.entries) <= keep:
+            return
+        for key in [k for k, (ref, _) in self.entries.items() if ref() is None]:
+            del self.entries[key]
         while len(self.entries) > keep:
             del self.entries[next(iter(self.entries))]
