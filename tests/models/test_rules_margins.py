@@ -3,17 +3,14 @@ simulator renders it with, and the under-driven cluster's rule reads the benchma
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
 from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
-from models.rules_evidence import bundle_evidence, series
+from models.rules_evidence import bundle_evidence
 from models.rules_margins import THRESHOLDS, rule_margins
 from pipeline import load_bundle
-from pipeline.channels import KIND_CHANNELS, LOG_SCALED
 from pipeline.tensors import BundleTensors
 
 
@@ -33,52 +30,10 @@ def test_low_oio_fires_at_one_and_at_two_threads_per_disk(cause: str) -> None:
     for i in range(8):
         bt, y = _bundle("cluster.low_oio", cause, i)
         assert y[bt.kinds["cluster"].ids[0]] == "cluster.low_oio"
-        spread.append(bundle_evidence(bt)["cluster"]["oio_plateau_mad"][0])
+        spread.append(bundle_evidence(bt)["cluster"]["oio_plateau_spread"][0])
         fired.append(rule_margins(bt, THRESHOLDS)["cluster.low_oio"][0] > 0)
-    assert np.median(spread) < 0.01  # a closed loop's oio is pinned on its plateau
+    assert np.median(spread) < 1.05  # a closed loop's oio is flat on its plateau
     assert sum(fired) >= 6, fired
-
-
-def _with_oio(bt: BundleTensors, oio: np.ndarray) -> BundleTensors:
-    """`bt` with the cluster's oio series replaced by `oio` ((T,), NaN where not observed)."""
-    kt = bt.kinds["cluster"]
-    j = KIND_CHANNELS["cluster"].index("domclient.oio")
-    values, mask = kt.values.copy(), kt.mask.copy()
-    mask[0, j] = np.isfinite(oio)
-    values[0, j] = np.where(mask[0, j], np.log1p(oio) if LOG_SCALED["cluster"][j] else oio, 0.0)
-    return replace(bt, kinds={**bt.kinds, "cluster": replace(kt, values=values, mask=mask)})
-
-
-def test_the_plateau_measure_reads_a_pinned_oio_not_a_flat_looking_one() -> None:
-    """From the benchmark's start on a closed loop's oio is pinned (sampling jitter of a few per-mille),
-    also where a second fault's guests add outstanding I/O for the last third of the window (the held-out
-    one-thread clusters the p95/p60 test missed, their plateaus spread 1.13-1.78); a benchmark paced at a
-    fixed rate keeps rate x latency outstanding, and a latency wandering by 5 % moves it as much (its
-    p95/p60 reads 1.07, under the old test's 1.10: the healthy clusters it took for under-driven ones).
-    Leave-one-cause-out, the rules' findings on both folds' 2,000 test bundles: 271 of 326 under-driven
-    clusters and 138 false under the p95/p60 test, 262 and 78 under this one."""
-    bt, _ = _bundle("cluster.low_oio", "one_thread", 0)
-    rng = np.random.default_rng(0)
-    seen = series(bt.kinds["cluster"], "domclient.oio")[0]  # the benchmark's own plateau, its start and level
-    step = np.arange(len(seen))
-    start = int(np.argmax(seen > 0.8 * np.nanmax(seen)))
-    level, last = float(np.nanmedian(seen[start:])), int(np.flatnonzero(np.isfinite(seen))[-1])
-    on = (step >= start) & np.isfinite(seen)
-    closed = np.where(on, level * (1 + 0.003 * rng.standard_normal(len(seen))), seen)
-    guests = np.where(step >= last - (last - start) // 3, 0.3 * level, 0.0)  # a failing disk's guests pile up
-    paced = np.where(on, level * np.exp(0.05 * rng.standard_normal(len(seen))), seen)
-    short = np.where(step > last - 4, seen, np.nan)  # four steps observed in all: too few to tell
-
-    def mad(oio: np.ndarray) -> float:
-        return float(bundle_evidence(_with_oio(bt, oio))["cluster"]["oio_plateau_mad"][0])
-
-    def fires(oio: np.ndarray) -> bool:
-        return bool(rule_margins(_with_oio(bt, oio), THRESHOLDS)["cluster.low_oio"][0] > 0)
-
-    assert mad(closed) < 0.01 and fires(closed)
-    assert mad(closed + guests) < 0.01 and fires(closed + guests)
-    assert mad(paced) > THRESHOLDS["oio_plateau_mad"] and not fires(paced)
-    assert np.isnan(mad(short)) and not fires(short)
 
 
 @pytest.mark.parametrize("cause", ["speed_1g", "speed_100m", "half_duplex"])
