@@ -3,16 +3,22 @@
 Field uploads differ from the lab's in ways the model must not read as faults: coarser sampling
 intervals (`coarsen`) and logs that were not collected or that rotated away (`without_events`). Both
 work on a bundle's arrays (models.cnn_train.to_arrays) per batch, so no bundle is re-read.
+`rescale_load` works on the bundle's tensors instead (its engineered features are computed again
+from them, once per fit): a workload with s times the threads or disks at the same latency.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 
 from models.features import feature_names
 from pipeline.channels import KIND_CHANNEL_DEFS, KIND_STATIC
+from pipeline.tensors import BundleTensors
 from vsandx.faults import COMPONENT_KINDS
 
 if TYPE_CHECKING:
@@ -22,6 +28,20 @@ if TYPE_CHECKING:
 # Per kind: which channels are log1p-scaled and which count log events per step (pipeline.channels).
 _LOG = {k: torch.tensor([c.log for c in KIND_CHANNEL_DEFS[k]])[:, None] for k in COMPONENT_KINDS}
 _EVENT = {k: torch.tensor([c.source == "event" for c in KIND_CHANNEL_DEFS[k]])[:, None] for k in COMPONENT_KINDS}
+# Load channels: rates, throughputs and outstanding I/Os, which a closed loop with s times the threads
+# (or VM disks) shows s times over at the same latency (Little's law: oio = iops x latency). Resync and
+# recovery traffic is a fault's own signature in absolute MB/s (faults.md), so it is left alone.
+_LOAD_RE = re.compile(
+    r"^(\w+\.(iops(Read|Write|DevRead|DevWrite|Sched)?|throughput\w*|tput\w*|[rt]x(Throughput|Packets)|oio\w*)"
+    r"|esxtop\.(cmds|rx_mbits))$"
+)
+_NOT_LOAD_RE = re.compile(r"Resync|RecWrite")
+_LOAD = {
+    k: np.array([bool(_LOAD_RE.match(c.name)) and not _NOT_LOAD_RE.search(c.name) for c in KIND_CHANNEL_DEFS[k]])
+    for k in COMPONENT_KINDS
+}
+assert all(c.log for k in COMPONENT_KINDS for c, ld in zip(KIND_CHANNEL_DEFS[k], _LOAD[k], strict=True) if ld)
+LOAD_SCALE_RANGE = (0.5, 2.0)  # one thread per disk <-> two, two <-> four: the range of HCIBench's settings
 _STEP_STATIC = [KIND_STATIC["cluster"].index(s) for s in ("native_interval_s", "step_s")]
 COARSEN_FACTORS = (2, 3, 5, 8, 15)  # lab 40 s steps -> 80 s … 10 min, the field's range
 # Engineered feature columns computed from log-event channels (their statistics, counts, peer-relative
@@ -72,3 +92,24 @@ def coarsen(arrays: BundleArrays, k: int) -> BundleArrays:
             st[:, _STEP_STATIC] *= k
             out[kind]["static"] = st
     return out
+
+
+def rescale_load(bt: BundleTensors, s: float) -> BundleTensors:
+    """The bundle as a workload with `s` times the load at the same latencies would show it: every
+    load channel (`_LOAD`, log1p-scaled) multiplied by s in linear units; latencies, utilisations,
+    errors, congestion, resync and every static feature unchanged. A new object, so per-bundle memos
+    (engineered features, rule margins) are computed afresh for it."""
+    kinds = {}
+    for k, kt in bt.kinds.items():
+        v = kt.values.copy()  # (N, C, T) float32
+        sel = _LOAD[k]
+        scaled = np.log1p(np.expm1(v[:, sel].astype(np.float64)) * s).astype(np.float32)
+        v[:, sel] = np.where(kt.mask[:, sel], scaled, 0.0)
+        kinds[k] = replace(kt, values=v)
+    return replace(bt, kinds=kinds)
+
+
+def load_factor(rng: np.random.Generator) -> float:
+    """s log-uniform over LOAD_SCALE_RANGE: as often halved as doubled."""
+    lo, hi = np.log(LOAD_SCALE_RANGE[0]), np.log(LOAD_SCALE_RANGE[1])
+    return float(np.exp(rng.uniform(lo, hi)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from models.cnn_augment import coarsen, without_events
+from models.cnn_augment import LOAD_SCALE_RANGE, coarsen, load_factor, rescale_load, without_events
 from models.cnn_train import to_arrays
 from models.registry import create_model
 from pipeline.channels import KIND_CHANNEL_DEFS, KIND_STATIC
@@ -68,3 +68,55 @@ def test_event_dropout_trains(lab: LabData) -> None:
     start = event_weights(epochs=0)
     assert torch.equal(event_weights(epochs=2, event_dropout=1.0), start)
     assert not torch.equal(event_weights(epochs=2, event_dropout=0.0), start)
+
+
+def test_rescale_load_is_the_same_cluster_at_another_load(lab: LabData) -> None:
+    """s times the load at the same latency: rates, throughputs and outstanding I/Os x s in linear units,
+    latencies, congestion, loss rates, resync traffic and statics as they were; features computed anew."""
+    bt = lab.X[0]
+    s = 0.5
+    got = rescale_load(bt, s)
+    assert got is not bt
+    names = {k: [c.name for c in KIND_CHANNEL_DEFS[k]] for k in KIND_CHANNEL_DEFS}
+    for kind, kt in bt.kinds.items():
+        g = got.kinds[kind]
+        assert np.array_equal(g.mask, kt.mask) and np.array_equal(g.static, kt.static)
+        for ci, name in enumerate(names[kind]):
+            m = kt.mask[:, ci]
+            load = (
+                name.split(".", 1)[1].startswith(("iops", "throughput", "tput", "oio"))
+                or name
+                in {
+                    "esxtop.cmds",
+                    "esxtop.rx_mbits",
+                }
+                or name.split(".", 1)[1] in {"rxThroughput", "txThroughput", "rxPackets", "txPackets"}
+            )
+            load = load and "Resync" not in name and "RecWrite" not in name and name != "dg.iopsCongestion"
+            want = np.expm1(kt.values[:, ci][m].astype(np.float64)) * (s if load else 1.0)
+            np.testing.assert_allclose(np.expm1(g.values[:, ci][m].astype(np.float64)), want, rtol=1e-4, atol=1e-4)
+    oio = names["cluster"].index("domclient.oio")
+    assert bt.kinds["cluster"].mask[:, oio].any()  # the check above saw an oio series scaled
+    lat = names["disk"].index("disk.latencyDevRead")
+    assert np.array_equal(got.kinds["disk"].values[:, lat], bt.kinds["disk"].values[:, lat])
+    a, b = to_arrays(bt, features=True), to_arrays(got, features=True)
+    assert not torch.equal(a["cluster"]["feat"], b["cluster"]["feat"])  # the features read the new load
+
+
+def test_load_factor_spans_halved_to_doubled() -> None:
+    rng = np.random.default_rng(0)
+    s = np.array([load_factor(rng) for _ in range(2000)])
+    assert LOAD_SCALE_RANGE == (0.5, 2.0)
+    assert s.min() >= 0.5 and s.max() <= 2.0 and abs(np.median(np.log2(s))) < 0.1
+    assert (s < 0.6).mean() > 0.05 and (s > 1.7).mean() > 0.05
+
+
+def test_load_scaling_trains(lab: LabData) -> None:
+    """Shown only at other loads, the network ends elsewhere than shown the bundles as collected."""
+    X, y = lab.train
+    kw = {"width": 8, "depth": 1, "epochs": 2, "coarsen_p": 0.0, "seed": 3}
+    base = create_model("cnn_small", **kw, load_scale_p=0.0).fit(X[:4], y[:4])
+    scaled = create_model("cnn_small", **kw, load_scale_p=1.0).fit(X[:4], y[:4])
+    assert scaled.get_params()["load_scale_p"] == 1.0
+    w0, w1 = base.network_.encoders["cluster"].stem.weight, scaled.network_.encoders["cluster"].stem.weight
+    assert not torch.equal(w0, w1)
