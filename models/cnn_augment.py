@@ -41,6 +41,8 @@ _LOAD = {
     for k in COMPONENT_KINDS
 }
 assert all(c.log for k in COMPONENT_KINDS for c, ld in zip(KIND_CHANNEL_DEFS[k], _LOAD[k], strict=True) if ld)
+# Faults whose label a load of 0.5-2x keeps: an under-driven closed loop at one thread per disk or two.
+LOAD_INVARIANT = frozenset({"cluster.low_oio"})
 LOAD_SCALE_RANGE = (0.5, 2.0)  # one thread per disk <-> two, two <-> four: the range of HCIBench's settings
 _STEP_STATIC = [KIND_STATIC["cluster"].index(s) for s in ("native_interval_s", "step_s")]
 COARSEN_FACTORS = (2, 3, 5, 8, 15)  # lab 40 s steps -> 80 s … 10 min, the field's range

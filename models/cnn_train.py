@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from models.base import Labels, kind_targets
-from models.cnn_augment import COARSEN_FACTORS, coarsen, load_factor, rescale_load, without_events
+from models.cnn_augment import COARSEN_FACTORS, LOAD_INVARIANT, coarsen, load_factor, rescale_load, without_events
 from models.cnn_stats import class_weights, feature_stats, normalisation_stats
 from models.features import bundle_features
 from models.seeds import clip_members, member_outputs
@@ -203,11 +203,17 @@ def fit_network(
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(p.epochs, 1))
     order = torch.Generator().manual_seed(p.seed)
     aug = np.random.default_rng(p.seed)  # augmentation draws: their own stream
-    # Each training bundle once more at another load (models.cnn_augment.rescale_load): its features are
-    # computed again from the rescaled tensors, so it costs one more pass of features, not one per epoch.
-    rescaled = []
+    # An under-driven cluster's bundles once more at another load (models.cnn_augment.rescale_load): its
+    # label holds at one thread per disk as at two (faults.md), while a healthy paced benchmark shown
+    # at half its load would teach the network that low oio is healthy. Features are computed again from
+    # the rescaled tensors once per fit, not per epoch.
+    rescaled: dict[int, BundleArrays] = {}
     if p.load_scale_p > 0:
-        rescaled = [to_arrays(rescale_load(bt, load_factor(aug)), lab, p.features) for bt, lab in train]
+        rescaled = {
+            j: to_arrays(rescale_load(bt, load_factor(aug)), lab, p.features)
+            for j, (bt, lab) in enumerate(train)
+            if LOAD_INVARIANT.intersection(lab.values())
+        }
     history: list[dict[str, Any]] = []
     # Model selection on the validation set's exact match (the figure that counts), loss breaking ties:
     # under the lab -> field shift the validation loss climbs from the first epochs (a few confident
@@ -223,7 +229,10 @@ def fit_network(
             if rescaled:
                 draws = aug.random(len(chosen))
                 idx = perm[i : i + p.batch_size]
-                chosen = [rescaled[j] if d < p.load_scale_p else a for j, a, d in zip(idx, chosen, draws, strict=True)]
+                chosen = [
+                    rescaled[j] if j in rescaled and d < p.load_scale_p else a
+                    for j, a, d in zip(idx, chosen, draws, strict=True)
+                ]
             if p.coarsen_p > 0:
                 draws = aug.random(len(chosen))
                 chosen = [
