@@ -43,7 +43,9 @@ _LOAD = {
 assert all(c.log for k in COMPONENT_KINDS for c, ld in zip(KIND_CHANNEL_DEFS[k], _LOAD[k], strict=True) if ld)
 # Faults whose label a load of 0.5-2x keeps: an under-driven closed loop at one thread per disk or two.
 LOAD_INVARIANT = frozenset({"cluster.low_oio"})
-LOAD_SCALE_RANGE = (0.5, 2.0)  # one thread per disk <-> two, two <-> four: the range of HCIBench's settings
+# Halved to doubled: one thread per disk reads as two and two as one; a two-thread cluster doubled reads
+# as four, past faults.md's "x 1" (the range is kept symmetric rather than tuned to the causes held out).
+LOAD_SCALE_RANGE = (0.5, 2.0)
 _STEP_STATIC = [KIND_STATIC["cluster"].index(s) for s in ("native_interval_s", "step_s")]
 COARSEN_FACTORS = (2, 3, 5, 8, 15)  # lab 40 s steps -> 80 s … 10 min, the field's range
 # Engineered feature columns computed from log-event channels (their statistics, counts, peer-relative
