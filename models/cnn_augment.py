@@ -30,16 +30,13 @@ _LOG = {k: torch.tensor([c.log for c in KIND_CHANNEL_DEFS[k]])[:, None] for k in
 _EVENT = {k: torch.tensor([c.source == "event" for c in KIND_CHANNEL_DEFS[k]])[:, None] for k in COMPONENT_KINDS}
 # Load channels: rates, throughputs and outstanding I/Os, which a closed loop with s times the threads
 # (or VM disks) shows s times over at the same latency (Little's law: oio = iops x latency). Resync and
-# recovery traffic is a fault's own signature in absolute MB/s (faults.md), so it is left alone.
+# recovery traffic (iopsResyncRead, tputResyncRead, iopsRecWrite) is a fault's own signature in absolute
+# MB/s (faults.md), so the pattern leaves it out, as it does congestion and loss rates.
 _LOAD_RE = re.compile(
-    r"^(\w+\.(iops(Read|Write|DevRead|DevWrite|Sched)?|throughput\w*|tput\w*|[rt]x(Throughput|Packets)|oio\w*)"
+    r"^(\w+\.(iops(Read|Write|DevRead|DevWrite|Sched)?|throughput\w*|[rt]x(Throughput|Packets)|oio\w*)"
     r"|esxtop\.(cmds|rx_mbits))$"
 )
-_NOT_LOAD_RE = re.compile(r"Resync|RecWrite")
-_LOAD = {
-    k: np.array([bool(_LOAD_RE.match(c.name)) and not _NOT_LOAD_RE.search(c.name) for c in KIND_CHANNEL_DEFS[k]])
-    for k in COMPONENT_KINDS
-}
+_LOAD = {k: np.array([bool(_LOAD_RE.match(c.name)) for c in KIND_CHANNEL_DEFS[k]]) for k in COMPONENT_KINDS}
 assert all(c.log for k in COMPONENT_KINDS for c, ld in zip(KIND_CHANNEL_DEFS[k], _LOAD[k], strict=True) if ld)
 # Faults whose label a load of 0.5-2x keeps: an under-driven closed loop at one thread per disk or two.
 LOAD_INVARIANT = frozenset({"cluster.low_oio"})
@@ -105,10 +102,9 @@ def rescale_load(bt: BundleTensors, s: float) -> BundleTensors:
     (engineered features, rule margins) are computed afresh for it."""
     kinds = {}
     for k, kt in bt.kinds.items():
-        v = kt.values.copy()  # (N, C, T) float32
+        v = kt.values.copy()  # (N, C, T) float32; 0 where masked, and log1p(0 * s) keeps it 0
         sel = _LOAD[k]
-        scaled = np.log1p(np.expm1(v[:, sel].astype(np.float64)) * s).astype(np.float32)
-        v[:, sel] = np.where(kt.mask[:, sel], scaled, 0.0)
+        v[:, sel] = np.log1p(np.expm1(v[:, sel].astype(np.float64)) * s)
         kinds[k] = replace(kt, values=v)
     return replace(bt, kinds=kinds)
 
