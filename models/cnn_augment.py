@@ -31,11 +31,11 @@ _EVENT = {k: torch.tensor([c.source == "event" for c in KIND_CHANNEL_DEFS[k]])[:
 # Load channels: rates, throughputs and outstanding I/Os, which a closed loop with s times the threads
 # (or VM disks) shows s times over at the same latency (Little's law: oio = iops x latency). Resync and
 # recovery traffic (iopsResyncRead, tputResyncRead, iopsRecWrite) is a fault's own signature in absolute
-# MB/s (faults.md), so the pattern leaves it out, as it does congestion and loss rates. So are the
-# uplinks' throughput and packets (host net.*, pnic.*, esxtop rx_mbits): a 1 GbE link is read off
-# traffic flat at its rate, and healthy uplinks shown at twice their traffic taught the link head to call
-# healthy ones degraded (leave-one-cause-out fold 1, README "Under-driven clusters shown at another load").
-_LOAD_RE = re.compile(r"^(\w+\.(iops(Read|Write|DevRead|DevWrite|Sched)?|throughput\w*|oio\w*)|esxtop\.cmds)$")
+# MB/s (faults.md), so the pattern leaves it out, as it does congestion and loss rates.
+_LOAD_RE = re.compile(
+    r"^(\w+\.(iops(Read|Write|DevRead|DevWrite|Sched)?|throughput\w*|[rt]x(Throughput|Packets)|oio\w*)"
+    r"|esxtop\.(cmds|rx_mbits))$"
+)
 _LOAD = {k: np.array([bool(_LOAD_RE.match(c.name)) for c in KIND_CHANNEL_DEFS[k]]) for k in COMPONENT_KINDS}
 assert all(c.log for k in COMPONENT_KINDS for c, ld in zip(KIND_CHANNEL_DEFS[k], _LOAD[k], strict=True) if ld)
 # Faults whose label a load of 0.5-2x keeps: an under-driven closed loop at one thread per disk or two.

@@ -75,8 +75,9 @@ _LOAD_CHANNELS = {
     "cluster": {"domclient.iopsRead", "domclient.iopsWrite", "domclient.throughputRead"}
     | {"domclient.throughputWrite", "domclient.oio", "vm.iops", "vm.throughput"},
     "host": {"domclient.iopsRead", "domclient.iopsWrite", "domclient.throughputRead", "domclient.throughputWrite"}
-    | {"domclient.oio", "domcompmgr.iopsRead", "domcompmgr.iopsWrite", "domcompmgr.oio"},
-    "nic": set(),  # the uplinks' traffic is left as it was (models.cnn_augment: the link head reads it)
+    | {"domclient.oio", "domcompmgr.iopsRead", "domcompmgr.iopsWrite", "domcompmgr.oio"}
+    | {"net.rxThroughput", "net.txThroughput", "net.rxPackets", "net.txPackets"},
+    "nic": {"pnic.rxThroughput", "pnic.txThroughput", "pnic.rxPackets", "pnic.txPackets", "esxtop.rx_mbits"},
     "diskgroup": {"dg.iopsSched", "dg.oioWrite"},
     "disk": {"disk.iopsDevRead", "disk.iopsDevWrite", "disk.throughputDevRead", "disk.throughputDevWrite"}
     | {"disk.iopsRead", "disk.iopsWrite", "esxtop.cmds"},
