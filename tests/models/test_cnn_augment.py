@@ -94,6 +94,7 @@ def test_rescale_load_is_the_same_cluster_at_another_load(lab: LabData) -> None:
     for kind, kt in bt.kinds.items():
         g = got.kinds[kind]
         assert np.array_equal(g.mask, kt.mask) and np.array_equal(g.static, kt.static)
+        assert not g.values[~g.mask].any()  # "no data" stays 0 (pipeline.tensors' contract)
         for ci, ch in enumerate(KIND_CHANNEL_DEFS[kind]):
             m = kt.mask[:, ci]
             want = np.expm1(kt.values[:, ci][m].astype(np.float64)) * (s if ch.name in _LOAD_CHANNELS[kind] else 1.0)
