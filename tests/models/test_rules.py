@@ -11,10 +11,26 @@ import pytest
 
 from models.base import load_model
 from models.registry import create_model, list_models
-from models.rules import THRESHOLDS, RulesDiagnoser, rule_margins
+from models.rules import MAX_SHIFT, THRESHOLDS, RulesDiagnoser, _fit_logistic, rule_margins
 from vsandx.faults import FAULTS
 
 from .conftest import LabData
+
+
+def test_fit_moves_a_threshold_at_most_max_shift_whatever_the_slope() -> None:
+    """Training positives far past the threshold and negatives just past it pull the fitted midpoint up;
+    it stops MAX_SHIFT doublings from the named threshold (a bias bound of 1 let a slope-1.5 fit move
+    0.67 doublings), and evidence centred on the threshold leaves the rule's own shape."""
+    rng = np.random.default_rng(0)
+    m = np.concatenate([rng.uniform(1.5, 3.0, 60), rng.uniform(-1.0, 1.2, 300)])
+    pos = np.arange(len(m)) < 60
+    slope, bias = _fit_logistic(m, pos, 3.0)
+    assert -bias / slope == pytest.approx(MAX_SHIFT)
+    for scale in (0.5, 2.0, 4.0):  # margins spread wider or narrower: other slopes, the same bound
+        a, b = _fit_logistic(m * scale, pos, 3.0)
+        assert abs(b / a) <= MAX_SHIFT + 1e-9
+    centred = np.array([-2.0, -1.0, 1.0, 2.0])
+    assert _fit_logistic(centred, centred > 0, 3.0)[1] == 0.0
 
 
 def test_registered() -> None:
