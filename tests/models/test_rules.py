@@ -20,7 +20,7 @@ from .conftest import LabData
 def test_fit_moves_a_threshold_at_most_max_shift_whatever_the_slope() -> None:
     """Training positives far past the threshold and negatives just past it pull the fitted midpoint up;
     it stops MAX_SHIFT doublings from the named threshold (a bias bound of 1 let a slope-1.5 fit move
-    0.67 doublings), and evidence centred on the threshold leaves the rule's own shape."""
+    0.67 doublings), and evidence centred on the threshold does not move it."""
     rng = np.random.default_rng(0)
     m = np.concatenate([rng.uniform(1.5, 3.0, 60), rng.uniform(-1.0, 1.2, 300)])
     pos = np.arange(len(m)) < 60
