@@ -34,6 +34,7 @@ from pipeline.api import load_bundle
 from pipeline.config import PipelineConfig
 from pipeline.tensors import SCHEMA_VERSION, BundleTensors
 from training import tensorstore
+from training.model_files import write_atomic
 
 SCHEMA = "vsandx.dataset/1"
 
@@ -115,7 +116,7 @@ def build(
                 for _ in pool.imap_unordered(job, range(spec.n), chunksize=4):
                     bar.update()
     doc = {**spec.resolved(cfg), "seconds": round(time.perf_counter() - t0, 2)}
-    manifest.write_text(json.dumps(doc, indent=1) + "\n")  # written last: its presence means complete
+    write_atomic(manifest, json.dumps(doc, indent=1) + "\n")  # written last: its presence means complete
     return folder
 
 

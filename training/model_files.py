@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +56,15 @@ def read_json(path: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write `data` under `path` so that a reader sees the whole file or none (a crash never leaves a
+    half-written file under the final name). The temporary name is the writer's own (pid and a random
+    part): two writers of one file (a benchmark and a script building the same cached dataset) never
+    rename each other's temporary away; the last complete write wins."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

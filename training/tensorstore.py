@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.tensors import SCHEMA_VERSION, BundleTensors, KindTensors
+from training.model_files import write_atomic
 
 _ARRAYS = ("values", "mask", "static", "static_mask", "host_index", "group_index")
 
@@ -57,9 +58,7 @@ def loads(data: bytes) -> tuple[BundleTensors, dict[str, str]]:
 
 
 def save(path: Path, bt: BundleTensors, labels: Mapping[str, str]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(dumps(bt, labels))
-    tmp.replace(path)  # a crash never leaves a half-written file under the final name
+    write_atomic(path, dumps(bt, labels))
 
 
 def load(path: Path) -> tuple[BundleTensors, dict[str, str]]:

@@ -30,6 +30,33 @@ def test_tensorstore_round_trip() -> None:
             np.testing.assert_array_equal(getattr(other, a), getattr(kt, a))
 
 
+def test_two_writers_of_one_cached_bundle_do_not_rename_each_others_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A benchmark and a script building the same cached dataset write the same bundle file: the
+    second writer's whole save lands between the first's write and its rename. With one shared
+    temporary name the second renamed the first's temporary away (FileNotFoundError)."""
+    from training import model_files
+
+    b = simulate_bundle("lab", 3, 0)
+    bt, labels = load_bundle(tar_bytes(b.files)), {"cluster:x": "none"}
+    path = tmp_path / "000000.npz"
+    real = model_files.os.replace
+    interleaved: list[str] = []
+
+    def replace(src: str | Path, dst: str | Path) -> None:
+        if not interleaved:
+            interleaved.append(str(src))
+            tensorstore.save(path, bt, labels)  # the other writer, start to end
+        real(src, dst)
+
+    monkeypatch.setattr(model_files.os, "replace", replace)
+    tensorstore.save(path, bt, labels)
+    assert interleaved, "the second writer never ran inside the first's save"
+    assert [p.name for p in tmp_path.iterdir()] == ["000000.npz"]  # no temporary left behind
+    assert tensorstore.load(path)[1] == labels
+
+
 def test_stale_schema_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     b = simulate_bundle("lab", 3, 0)
     data = tensorstore.dumps(load_bundle(tar_bytes(b.files)), {})
