@@ -106,7 +106,8 @@ class RulesDiagnoser(Diagnoser):
         return meta, {}
 
     def _set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-        self.thresholds_ = {k: float(v) for k, v in meta["thresholds"].items()}
+        # a threshold named after the model was saved reads its named value
+        self.thresholds_ = {**THRESHOLDS, **{k: float(v) for k, v in meta["thresholds"].items()}}
         self.calibration_ = {k: [float(a), float(b)] for k, (a, b) in meta["calibration"].items()}
         self.support_ = {k: int(v) for k, v in meta["support"].items()}
 

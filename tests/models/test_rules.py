@@ -102,6 +102,21 @@ def test_save_load_round_trip_keeps_readable_thresholds(lab: LabData, tmp_path: 
             np.testing.assert_array_equal(a[cid], b[cid])
 
 
+def test_a_model_saved_before_a_threshold_was_named_loads_with_its_named_value(lab: LabData, tmp_path: Path) -> None:
+    """A rules model saved before `dev_abs_vs_peers` existed predicts as one saved now (the champion a
+    service holds must keep loading after an upgrade), not with a KeyError at the first bundle."""
+    model = create_model("rules").fit(lab.X[:8], lab.y[:8])
+    folder = model.save(tmp_path / "rules")
+    config = json.loads((folder / "config.json").read_text())
+    del config["state"]["thresholds"]["dev_abs_vs_peers"]
+    (folder / "config.json").write_text(json.dumps(config))
+    again = load_model(folder)
+    assert again.thresholds_ == THRESHOLDS  # type: ignore[attr-defined]
+    for a, b in zip(model.predict_proba(lab.X[8:10]), again.predict_proba(lab.X[8:10]), strict=True):
+        for cid in a:
+            np.testing.assert_array_equal(a[cid], b[cid])
+
+
 def test_unknown_threshold_is_an_error(lab: LabData) -> None:
     with pytest.raises(ValueError, match="unknown rule thresholds"):
         create_model("rules", thresholds={"nope": 1.0}).fit(lab.X[:2], lab.y[:2])
