@@ -74,7 +74,7 @@ THRESHOLDS: Final[dict[str, float]] = {
     "dev_floor_ms": 2.0,
     "dev_vs_peers": 5.0,
     # ... or past dev_ms at 4x its siblings (or with ESXi's "performance has deteriorated" lines): the
-    # healthy spindles of a group whose destage saturates them stand 2.5-3.4x apart (a 10-15 % slower
+    # healthy spindles of a group whose destage saturates them stand 2.5-3.4x apart (a 10-20 % slower
     # device sits further up its queueing curve), while every failing device without SCSI errors in the
     # simulated sets stood 4x or more: on 3,400 bundles (the quick preset's field sets and the
     # leave-one-cause-out sets) false findings 144 at 2.5x, 110 at 3x, 85 at 4x; 535 of 537 found at each.
