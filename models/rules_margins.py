@@ -215,8 +215,8 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         gate(d["capacity_ssd"]),
         gate(np.where(d["scsi_errors"] > 0, 0.0, 1.0)),
     )
-    ratio = any_of(up(d["dev_vs_peers"], th["dev_vs_peers"]), up(d["write_vs_peers"], th["dev_vs_peers"]))
-    above = any_of(up(d["dev_vs_peers"], th["dev_abs_vs_peers"]), up(d["write_vs_peers"], th["dev_abs_vs_peers"]))
+    stands_out = np.fmax(d["dev_vs_peers"], d["write_vs_peers"])  # its device or write latency over its siblings'
+    ratio, above = up(stands_out, th["dev_vs_peers"]), up(stands_out, th["dev_abs_vs_peers"])
     slow_dev = any_of(
         all_of(ratio, up(any_of(d["dev_ms"], d["write_ms"]), th["dev_floor_ms"])),
         all_of(up(d["dev_ms"], th["dev_ms"]), above),  # slow in absolute terms and above its siblings

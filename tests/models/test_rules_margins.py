@@ -110,15 +110,21 @@ def test_one_thread_on_one_disk_is_not_on_the_rules_edge() -> None:
     assert margins and min(margins) > 0.9, margins
 
 
-def _hot(bt: BundleTensors, **disk: float) -> float:
-    """The hot-spot rule's margin for the first capacity SSD with its evidence set to `disk`."""
+def _disk_margin(bt: BundleTensors, fault: str, pick: str | None, disk: dict[str, float]) -> float:
+    """`fault`'s rule margin for one disk (the first with evidence `pick` == 1, else the first) with its
+    evidence set to `disk`."""
     ev = bundle_evidence(bt)
     d = ev["disk"]
-    j = int(np.flatnonzero(d["capacity_ssd"] == 1)[0])
-    for k, v in {"write_vs_peers": 1.0, "scsi_errors": 0.0, **disk}.items():
+    j = int(np.flatnonzero(d[pick] == 1)[0]) if pick else 0
+    for k, v in disk.items():
         d[k] = d[k].copy()
         d[k][j] = v
-    return float(rule_margins(bt, THRESHOLDS, ev)["disk.hotspot"][j])
+    return float(rule_margins(bt, THRESHOLDS, ev)[fault][j])
+
+
+def _hot(bt: BundleTensors, **disk: float) -> float:
+    """The hot-spot rule's margin for the first capacity SSD with its evidence set to `disk`."""
+    return _disk_margin(bt, "disk.hotspot", "capacity_ssd", {"write_vs_peers": 1.0, "scsi_errors": 0.0, **disk})
 
 
 def test_a_hot_spot_serves_more_than_its_siblings() -> None:
@@ -191,13 +197,8 @@ def test_a_stepped_down_uplink_in_a_bundle_reaches_the_link_rule() -> None:
 def _slow(bt: BundleTensors, **disk: float) -> float:
     """The disk-latency rule's margin for the first disk with its evidence set to `disk` (no SCSI
     errors, no deterioration lines, writes as its siblings' unless set)."""
-    ev = bundle_evidence(bt)
-    d = ev["disk"]
     base = {"scsi_errors": 0.0, "deteriorated": 0.0, "write_ms": 1.0, "write_vs_peers": 1.0}
-    for k, v in {**base, **disk}.items():
-        d[k] = d[k].copy()
-        d[k][0] = v
-    return float(rule_margins(bt, THRESHOLDS, ev)["disk.latency"][0])
+    return _disk_margin(bt, "disk.latency", None, {**base, **disk})
 
 
 def test_a_spindle_of_a_saturated_group_is_not_a_failing_device() -> None:
