@@ -171,13 +171,17 @@ def train(args: argparse.Namespace) -> int:
         return 2
     settings = get_settings()
     if args.if_missing:
+        from models.base import SchemaMismatch, load_model
         from training.model_fetch import fetch_model
         from training.model_files import NoModel
 
         try:
             champ = fetch_model(None, settings.data_dir, settings.mlflow_tracking_uri, settings.registered_model)
+            load_model(champ.folder)  # one trained on another pipeline schema cannot serve: train anew
         except NoModel:
             pass
+        except SchemaMismatch as e:
+            print(f"champion  {settings.registered_model} version {champ.version} cannot serve ({e}); training")
         else:
             print(f"champion  {settings.registered_model} version {champ.version} exists; not training")
             return 0

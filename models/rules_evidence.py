@@ -262,6 +262,8 @@ def _cluster(bt: BundleTensors) -> dict[str, np.ndarray]:
             "oio_per_disk": float(level(oio_act, 50)[0] / n_cap) if n_cap > 0 else NAN,
             "oio_per_vm": on(oio) / on(vms),  # on the plateau: the benchmark's VMs, not the idle hours
             "oio_plateau_spread": float(top / level(oio_act, 60)[0]),
+            # the VMs themselves: +1 they hold their I/Os in flight (threads), -1 they pace a rate
+            "closed_loop": float(static(kt, "vm_closed_loop")[0]) if n else NAN,
             "active_share": float(active.mean()),
             "latency_ms": on(lat),
             # spindles serve in 5-10 ms unloaded: what "every latency low" means depends on the tier

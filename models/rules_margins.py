@@ -108,6 +108,13 @@ THRESHOLDS: Final[dict[str, float]] = {
     # held-out one-thread cause went unreported at 0.64 recall); vSAN latency well
     # under 3 ms is "low" on flash, under 15 ms on a hybrid tier (spindles serve in 5-10 ms unloaded).
     "oio_plateau_spread": 0.1,
+    # Little's law per VM (pipeline.littles, -1 .. +1): a benchmark's threads hold their I/Os in flight
+    # while its iops follow latency, a paced one holds its iops. Where the VMs show threads the cluster's
+    # oio need not be flat (light guests move the sum); where they show a rate it is not under-driven
+    # however flat. Halfway: measurement noise on both counters reads near 0 (slightly below: latency
+    # counters are the noisier), which must decide nothing.
+    "closed_loop": 0.5,
+    "paced_loop": -0.5,
     "oio_per_vm_min": 0.5,
     "oio_per_vm_max": 16.0,
     "low_latency_ms": 3.0,
@@ -125,6 +132,17 @@ def up(x: np.ndarray, t: float | np.ndarray) -> np.ndarray:
 def down(x: np.ndarray, t: float | np.ndarray) -> np.ndarray:
     """Margin of `x` below threshold t."""
     return -up(x, t)
+
+
+def score_up(x: np.ndarray, t: float) -> np.ndarray:
+    """Margin of a score in [-1, 1] above t: twice the difference (1.0 at +1 against 0.5), NaN unobserved."""
+    return np.where(np.isnan(x), np.nan, np.clip(2.0 * (x - t), -CAP, CAP))
+
+
+def veto_below(x: np.ndarray, t: float) -> np.ndarray:
+    """A score in [-1, 1] as a veto: its margin below t, no say (NaN) at or above t, so that a score near
+    its noise level leaves the other conditions' margin as it was."""
+    return np.where(x < t, score_up(x, t), np.nan)
 
 
 def gate(flag: np.ndarray) -> np.ndarray:
@@ -237,12 +255,16 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
     if len(gi):
         np.maximum.at(grp, gi[gi >= 0], disk_m[gi >= 0])
     with np.errstate(invalid="ignore"):
-        low_oio = given(
-            down(c["oio_plateau_spread"] - 1.0, th["oio_plateau_spread"]),
+        under = (
             up(c["oio_per_vm"], th["oio_per_vm_min"]),
             down(c["oio_per_vm"], th["oio_per_vm_max"]),
             down(c["latency_ms"], np.where(c["hybrid"] > 0.5, th["low_latency_hybrid_ms"], th["low_latency_ms"])),
         )
+        low_oio = any_of(
+            given(down(c["oio_plateau_spread"] - 1.0, th["oio_plateau_spread"]), *under,
+                  veto_below(c["closed_loop"], th["paced_loop"])),
+            given(score_up(c["closed_loop"], th["closed_loop"]), *under),
+        )  # fmt: skip
     out = {
         "net.packet_loss": loss - 2.0 * _pos(link),  # drops on a link run below its design are the link's
         "net.link_degraded": link,

@@ -153,6 +153,7 @@ KIND_STATIC: Final[dict[str, tuple[str, ...]]] = {
         "window_h",
         "dedup_share",
         "all_flash_share",
+        "vm_closed_loop",  # -1 the busy VMs pace their iops .. +1 they hold I/Os in flight (pipeline.littles)
     ),
     "host": ("has_bundle", "has_esxtop", "has_logs", "n_nics", "n_diskgroups", "n_disks", "n_vsan_vmknics"),
     # rated_gbps: what the NIC was built for, read off nicinfo's Description (10GbE, 25GbE, Gigabit)

@@ -94,7 +94,15 @@ def _logged_speeds(topo: Topology) -> dict[str, tuple[float, bool | None]]:
     return out
 
 
-def fill_static(pb: ParsedBundle, topo: Topology, grid: Grid, kinds: dict[str, KindTensors], n_vms: int) -> None:
+def fill_static(
+    pb: ParsedBundle,
+    topo: Topology,
+    grid: Grid,
+    kinds: dict[str, KindTensors],
+    n_vms: int,
+    closed_loop: float | None = None,
+) -> None:
+    """`closed_loop`: the VMs' closed-loop score (pipeline.littles), None where no VM tells."""
     share = _traffic_share(pb, topo)
     pnic_ids = set(share)
     logged = _logged_speeds(topo)
@@ -162,6 +170,7 @@ def fill_static(pb: ParsedBundle, topo: Topology, grid: Grid, kinds: dict[str, K
         ("n_diskgroups", len(dg.ids)),
         ("n_disks", len(kinds["disk"].ids)),
         ("n_vms", n_vms),
+        ("vm_closed_loop", closed_loop),
         ("native_interval_s", grid.native),
         ("step_s", grid.step),
         ("window_h", grid.step * grid.T / 3600),

@@ -10,6 +10,7 @@ from pipeline.config import PipelineConfig
 from pipeline.errors import NoPerfData
 from pipeline.fill import KindFill, esxtop_channels, event_channels, host_events, vm_aggregates
 from pipeline.grid import Grid, best_window, choose_step, count_events, native_interval, resample
+from pipeline.littles import closed_loop_score
 from pipeline.parse.bundle import ParsedBundle
 from pipeline.parse.perfdump import PerfEntity
 from pipeline.static import fill_static
@@ -117,7 +118,8 @@ def tensorize(pb: ParsedBundle, topo: Topology, cfg: PipelineConfig) -> BundleTe
     vm_aggregates(vms, grid, kinds["cluster"])
     esxtop_channels(topo, grid, kinds)
     event_channels(topo, evs, grid, kinds)
-    fill_static(pb, topo, grid, kinds_out := {k: v.kt for k, v in kinds.items()}, len(vms))
+    kinds_out = {k: v.kt for k, v in kinds.items()}
+    fill_static(pb, topo, grid, kinds_out, len(vms), closed_loop_score(vms, grid))
     for kt in kinds_out.values():
         hidx = {cid: i for i, cid in enumerate(ids["host"])}
         gidx = {cid: i for i, cid in enumerate(ids["diskgroup"])}

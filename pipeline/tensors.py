@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 # vmkernel is); a link-down port's speed_gbps/duplex_full are unknown (masked), not 0 and half duplex.
 # 4: nic static rated_gbps (the rated speed in nicinfo's Description); speed_gbps/duplex_full from the
 # driver's last logged link-up line where nicinfo gives none.
-SCHEMA_VERSION: Final = "vsandx.tensors/4"
+# 5: cluster static vm_closed_loop (Little's law per VM: closed-loop threads or a paced rate).
+SCHEMA_VERSION: Final = "vsandx.tensors/5"
 
 
 @dataclass

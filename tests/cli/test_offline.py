@@ -29,3 +29,50 @@ def test_diagnose_prints_the_report(model_dir: Path, bundles: list[Path], capsys
     for text in shown:
         assert text in out
     assert f"sha256 {doc['bundle']['sha256'][:12]}" in out and "timing    read" in out
+
+
+class _Trains(Exception):
+    """Raised by the stand-in for training.run.run_training: `vsandx train` got as far as training."""
+
+
+def test_train_if_missing_trains_over_a_champion_that_cannot_serve(
+    tmp_path: Path,
+    model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    request: pytest.FixtureRequest,
+) -> None:
+    """`make run` after a pipeline schema change: the registered champion was trained on the old tensors,
+    the service would refuse it and serve nothing, so `--if-missing` trains a new one."""
+    import shutil
+
+    from training.tracking import Tracker
+    from vsandx.settings import get_settings
+
+    data = tmp_path / "var"
+    monkeypatch.setenv("VSANDX_DATA_DIR", str(data))
+    get_settings.cache_clear()  # read this test's environment, and leave none of it to the next test
+    request.addfinalizer(get_settings.cache_clear)
+    tracker = Tracker(data)
+    name = get_settings().registered_model
+
+    def champion(folder: Path, marker: str) -> None:
+        with tracker.run(f"train-{marker}", {"marker": marker}) as run:
+            run.log_model_folder(folder)
+        tracker.promote(tracker.register(run.id, name))
+
+    def fake_training(*args: object, **kwargs: object) -> None:
+        raise _Trains
+
+    monkeypatch.setattr("training.run.run_training", fake_training)
+    champion(model_dir, "current")
+    assert main(["train", "--quick", "--if-missing", "-q"]) == 0
+    assert "exists; not training" in capsys.readouterr().out
+    old = tmp_path / "old-schema"
+    shutil.copytree(model_dir, old)
+    cfg = json.loads((old / "config.json").read_text())
+    (old / "config.json").write_text(json.dumps(cfg | {"schema_version": "vsandx.tensors/0"}))
+    champion(old, "old")
+    with pytest.raises(_Trains):
+        main(["train", "--quick", "--if-missing", "-q"])
+    assert "cannot serve" in capsys.readouterr().out
