@@ -219,17 +219,19 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         any_of(up(h["ready_pct"], th["ready_pct"]), up(h["esxtop_ready_pct"], th["ready_pct"])),
         up(h["cpu_util_pct"], th["cpu_util_pct"]),
     )
+    # its I/O rate over its siblings', over the window or while it is slow (a hot spot that began late)
+    serves = np.fmax(d["iops_vs_peers"], d["iops_vs_peers_slow"])
     hot = given(
         any_of(
             all_of(up(d["read_ms"], th["hot_read_ms"]), up(d["read_vs_peers"], th["hot_read_vs_peers"])),
             given(
-                up(d["iops_vs_peers"], th["hot_few_iops_vs_peers"]),
+                up(serves, th["hot_few_iops_vs_peers"]),
                 up(d["read_ms"], th["hot_few_read_ms"]),
                 up(d["read_vs_peers"], th["hot_few_read_vs_peers"]),
             ),
         ),
         gate(np.where(np.isnan(d["write_vs_peers"]), np.nan, d["write_vs_peers"] < th["hot_write_vs_peers"])),
-        gate(np.where(np.isnan(d["iops_vs_peers"]), np.nan, d["iops_vs_peers"] >= th["hot_iops_vs_peers"])),
+        gate(np.where(np.isnan(serves), np.nan, serves >= th["hot_iops_vs_peers"])),
         gate(d["capacity_ssd"]),
         gate(np.where(d["scsi_errors"] > 0, 0.0, 1.0)),
     )

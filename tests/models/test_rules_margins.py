@@ -236,3 +236,23 @@ def test_the_vms_little_law_decides_what_the_clusters_oio_cannot() -> None:
     # threads, but not under-driven: 24 I/Os in flight per VM, or a slow cluster
     assert _low_oio_margin(bt, **(base | {"oio_per_vm": 24.0}), oio_plateau_spread=1.3, closed_loop=0.9) < 0
     assert _low_oio_margin(bt, **(base | {"latency_ms": 9.0}), oio_plateau_spread=1.3, closed_loop=0.9) < 0
+
+
+def test_a_hot_spot_that_began_late_serves_more_while_it_is_slow() -> None:
+    """A hot spot from past the window's middle on: over the whole window its median I/O rate reads as
+    its siblings' (the gate `hot_iops_vs_peers` vetoed it at 0.97), while at the steps of its own
+    highest read latency it serves several times theirs. Those steps decide; a disk's own slow
+    commands at a low rate (an idle device) still do not."""
+    b = simulate_bundle("field", 9, 10, faults=["disk.hotspot"])
+    bt = load_bundle(tar_bytes(b.files))
+    comps = b.labels["components"]
+    assert isinstance(comps, dict)
+    (j,) = [j for j, cid in enumerate(bt.kinds["disk"].ids) if comps.get(cid) == "disk.hotspot"]
+    ev = bundle_evidence(bt)
+    d = ev["disk"]
+    assert d["iops_vs_peers"][j] < 1.0 and d["iops_vs_peers_slow"][j] > 3.0
+    assert rule_margins(bt, THRESHOLDS, ev)["disk.hotspot"][j] > 0.5
+    for k in ("iops_vs_peers", "iops_vs_peers_slow"):
+        d[k] = d[k].copy()
+        d[k][j] = 0.5
+    assert rule_margins(bt, THRESHOLDS, ev)["disk.hotspot"][j] < 0
