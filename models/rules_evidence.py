@@ -14,72 +14,14 @@ component standing out, whatever the cluster's size, hardware or sampling interv
 from __future__ import annotations
 
 import warnings
-from typing import Final
 
 import numpy as np
 
-from pipeline.channels import KIND_CHANNELS, KIND_STATIC, LOG_SCALED
-from pipeline.tensors import BundleTensors, KindTensors
+from models.rules_disk import disk_evidence
+from models.rules_read import NAN, events, level, lvl, nanmax, peer_median, series, static
+from pipeline.tensors import BundleTensors
 
 Evidence = dict[str, dict[str, np.ndarray]]  # kind -> measure name -> (n_components,) float64
-NAN: Final = float("nan")
-
-
-def series(kt: KindTensors, channel: str) -> np.ndarray:
-    """(n, T) float64 of one channel in its converted unit (log1p undone), NaN where not observed."""
-    j = KIND_CHANNELS[kt.kind].index(channel)
-    v = kt.values[:, j].astype(np.float64)
-    if LOG_SCALED[kt.kind][j]:
-        v = np.expm1(v)
-    return np.where(kt.mask[:, j], v, np.nan)
-
-
-def level(x: np.ndarray, q: float) -> np.ndarray:
-    """(n, T) -> (n,): the q-th percentile over observed steps; NaN for a row never observed."""
-    out = np.full(x.shape[0], np.nan)
-    ok = np.isfinite(x).any(axis=1)
-    if ok.any():
-        out[ok] = np.nanpercentile(x[ok], q, axis=1)
-    return out
-
-
-def lvl(kt: KindTensors, channel: str, q: float = 90.0) -> np.ndarray:
-    return level(series(kt, channel), q)
-
-
-def nanmax(*xs: np.ndarray) -> np.ndarray:
-    """Elementwise max ignoring NaN (NaN only where every input is NaN)."""
-    stack = np.stack(xs)
-    out = np.full(stack.shape[1:], np.nan)
-    ok = np.isfinite(stack).any(axis=0)
-    out[ok] = np.nanmax(stack[:, ok], axis=0)
-    return out
-
-
-def peer_median(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Each row's median over the *other* rows of its group with a value (NaN: no such peer; group -1: none)."""
-    out = np.full(len(x), np.nan)
-    for g in np.unique(groups[groups >= 0]):
-        rows = np.flatnonzero(groups == g)
-        for r in rows:
-            others = x[rows[rows != r]]
-            others = others[np.isfinite(others)]
-            if len(others):
-                out[r] = np.median(others)
-    return out
-
-
-def static(kt: KindTensors, name: str) -> np.ndarray:
-    j = KIND_STATIC[kt.kind].index(name)
-    return np.where(kt.static_mask[:, j], kt.static[:, j].astype(np.float64), np.nan)
-
-
-def events(kt: KindTensors, *channels: str) -> np.ndarray:
-    """(n,) log events of these channels over the window (0 where the logs were not read)."""
-    total = np.zeros(len(kt.ids))
-    for c in channels:
-        total += np.nansum(np.nan_to_num(series(kt, c)), axis=1)
-    return total
 
 
 def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
@@ -103,6 +45,10 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
     h_rex_rel = h_rex - np.nanmedian(h_rex) if np.isfinite(h_rex).any() else h_rex
     hi = kt.host_index
     rex = np.where(uplink & (hi >= 0), h_rex_rel[np.clip(hi, 0, None)] if len(h_rex) else NAN, NAN)
+    # the host's vSAN vmknic loses packets its uplink never counts where the host's own stack drops them
+    h_loss = nanmax(lvl(host, "net.rxPacketsLossRate"), lvl(host, "net.txPacketsLossRate"))
+    h_loss_rel = h_loss - np.nanmedian(h_loss) if np.isfinite(h_loss).any() else h_loss
+    h_loss_lent = np.where(uplink & (hi >= 0), h_loss_rel[np.clip(hi, 0, None)] if len(h_loss) else NAN, NAN)
     tput = nanmax(series(kt, "pnic.rxThroughput"), series(kt, "pnic.txThroughput"))  # MB/s
     top = level(tput, 99)
     with np.errstate(all="ignore"):
@@ -118,6 +64,7 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
         "rated_gbps": rated,
         "half_duplex": np.where(np.isfinite(duplex), (duplex < 0.5) & uplink, NAN),
         "loss_pct": loss - np.nanmedian(loss) if np.isfinite(loss).any() else loss,
+        "host_loss_pct": h_loss_lent,
         "drops_pct": drops - np.nanmedian(drops) if np.isfinite(drops).any() else drops,
         "err_pct": err_pct,
         "rexmit_pct": rex,
@@ -192,65 +139,6 @@ def _diskgroup(bt: BundleTensors) -> dict[str, np.ndarray]:
     }
 
 
-def _disk(bt: BundleTensors) -> dict[str, np.ndarray]:
-    kt = bt.kinds["disk"]
-    cache = np.nan_to_num(static(kt, "is_cache"))
-    tier = np.where(kt.group_index >= 0, 2 * kt.group_index + cache.astype(np.int64), -1)
-    on_host = np.where(kt.host_index >= 0, 2 * kt.host_index + cache.astype(np.int64), -1)
-    ladder = (tier, on_host, cache.astype(np.int64))  # whom a disk is compared with, nearest first
-    rd = nanmax(lvl(kt, "disk.latencyDevRead"), lvl(kt, "disk.latencyRead"))
-    wr = nanmax(lvl(kt, "disk.latencyDevWrite"), lvl(kt, "disk.latencyWrite"))
-    dev = nanmax(lvl(kt, "disk.latencyDevDAvg"), lvl(kt, "esxtop.davg"))
-    iops = nanmax(
-        lvl(kt, "disk.iopsDevRead", 50) + lvl(kt, "disk.iopsDevWrite", 50),
-        lvl(kt, "esxtop.cmds", 50),
-    )
-    with np.errstate(all="ignore"):
-        return {
-            "dev_ms": dev,
-            "read_ms": rd,
-            "write_ms": wr,
-            # against the median of the same tier in the same disk group (the capacity disks of a group
-            # share its workload; a cache disk has no sibling there, so the host's other cache disks)
-            "dev_vs_peers": dev / _peer(dev, ladder),
-            "read_vs_peers": rd / _peer(rd, ladder),
-            "write_vs_peers": wr / _peer(wr, ladder),
-            "iops_vs_peers": iops / _peer(iops, ladder),
-            "iops_vs_peers_slow": _iops_when_slow(kt, ladder),
-            "scsi_errors": events(kt, "ev.scsi_fail_medium", "ev.scsi_fail_host", "ev.scsi_fail_other"),
-            "deteriorated": events(kt, "ev.deteriorated", "ev.perm_error"),
-            "capacity_ssd": np.where(
-                np.isfinite(static(kt, "is_ssd")), (static(kt, "is_ssd") > 0.5) & (cache < 0.5), NAN
-            ),
-            "dedup": static(kt, "dedup"),
-        }
-
-
-def _iops_when_slow(kt: KindTensors, ladder: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Each disk's I/O rate over its siblings' at the steps of its own highest read latency (its top
-    fifth): a hot spot serves more exactly while it is slow, whenever in the window that began (over
-    the whole window, the median rate of one that began late reads as its siblings')."""
-    rd = np.fmax(series(kt, "disk.latencyDevRead"), series(kt, "disk.latencyRead"))
-    io = series(kt, "disk.iopsDevRead") + series(kt, "disk.iopsDevWrite")
-    io = np.where(np.isfinite(io), io, series(kt, "esxtop.cmds"))
-    out = np.full(len(kt.ids), NAN)
-    for groups in ladder:
-        for j in np.flatnonzero(np.isnan(out) & (groups >= 0) & np.isfinite(rd).any(axis=1)):
-            peers = np.flatnonzero((groups == groups[j]) & (np.arange(len(out)) != j))
-            slow = rd[j] >= np.nanpercentile(rd[j], 80)
-            theirs = np.nanmedian(io[peers][:, slow], axis=0) if len(peers) else np.full(1, NAN)
-            out[j] = np.nanmedian(io[j][slow]) / max(float(np.nanmedian(theirs)), 1e-3)
-    return out
-
-
-def _peer(x: np.ndarray, ladder: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Peer level of each disk: its group-and-tier siblings, else the same tier on its host, else the bundle."""
-    out = np.full(len(x), NAN)
-    for groups in ladder:
-        out = np.where(np.isfinite(out), out, peer_median(x, groups))
-    return np.maximum(out, 1e-3)
-
-
 def _cluster(bt: BundleTensors) -> dict[str, np.ndarray]:
     kt, host, dg = bt.kinds["cluster"], bt.kinds["host"], bt.kinds["diskgroup"]
     n = len(kt.ids)
@@ -304,5 +192,5 @@ def bundle_evidence(bt: BundleTensors) -> Evidence:
             "host": _host(bt),
             "nic": _nic(bt),
             "diskgroup": _diskgroup(bt),
-            "disk": _disk(bt),
+            "disk": disk_evidence(bt),
         }

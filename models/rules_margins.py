@@ -29,12 +29,15 @@ CAP: Final = 4.0  # margins are clipped to +-CAP (log2: 16x past or short of a t
 # The named thresholds, each with where it comes from. Units as the names say.
 THRESHOLDS: Final[dict[str, float]] = {
     # net.packet_loss. Broadcom KB 424515 (vSAN TCP/IP expectations): retransmissions 0.1-0.5 % warn,
-    # > 0.5 % critical; VMware's NFS/TCP case study: 0.02 % loss cut read throughput by 35 %. So 0.1 %
-    # (1 per-mille) sustained above the cluster's usual level, on the loss rates, on the host's TCP
-    # retransmits, on esxtop's %DRPRX; NIC rx/CRC errors only support it (a switch buffer overrun or
-    # firmware drop shows no CRC error at all).
-    "loss_pct": 0.1,
-    "rexmit_pct": 0.1,
+    # > 0.5 % critical; VMware's NFS/TCP case study: 0.02 % loss cut read throughput by 35 %. So 0.05 %
+    # (half a per-mille, where an engineer still calls it, issue 17) sustained above the cluster's usual
+    # level on the loss rates (the uplink's, or its host's vSAN vmknic's: a stack that drops packets
+    # shows on the vmknic only) together with the host's TCP retransmits where both are collected (on
+    # 1,961 simulated bundles, 1 per-mille missed 0.7-0.9 per-mille firmware drops and 0.5 added no false
+    # finding), or 0.1 % on esxtop's %DRPRX; NIC rx/CRC errors only support it (a switch buffer overrun
+    # or firmware drop shows no CRC error at all).
+    "loss_pct": 0.05,
+    "rexmit_pct": 0.05,
     "esxtop_drop_pct": 0.1,
     "err_pct": 0.05,
     "port_drops_pct": 0.5,  # switch-port drops: a healthy uplink at line rate overruns too, so weaker
@@ -210,7 +213,7 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
     # the loss rates and the host's retransmits must agree where both are collected; port drops count
     # only where loss rates are not collected (an uplink at line rate overruns the switch port too)
     loss = any_of(
-        all_of(up(n["loss_pct"], th["loss_pct"]), up(n["rexmit_pct"], th["rexmit_pct"])),
+        all_of(up(np.fmax(n["loss_pct"], n["host_loss_pct"]), th["loss_pct"]), up(n["rexmit_pct"], th["rexmit_pct"])),
         up(n["esxtop_drop_pct"], th["esxtop_drop_pct"]),
         up(n["err_pct"], th["err_pct"]),
         np.where(np.isnan(n["loss_pct"]), up(n["drops_pct"], th["port_drops_pct"]), np.nan),

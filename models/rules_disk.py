@@ -1,0 +1,69 @@
+"""A disk's evidence (models/rules_evidence.py): its latencies and I/O rate, each against its siblings'
+(the same tier of its disk group, else of its host, else of the bundle), its SCSI failures and ESXi's
+deterioration lines."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from models.rules_read import NAN, events, lvl, nanmax, peer_median, series, static
+from pipeline.tensors import BundleTensors, KindTensors
+
+
+def disk_evidence(bt: BundleTensors) -> dict[str, np.ndarray]:
+    kt = bt.kinds["disk"]
+    cache = np.nan_to_num(static(kt, "is_cache"))
+    tier = np.where(kt.group_index >= 0, 2 * kt.group_index + cache.astype(np.int64), -1)
+    on_host = np.where(kt.host_index >= 0, 2 * kt.host_index + cache.astype(np.int64), -1)
+    ladder = (tier, on_host, cache.astype(np.int64))  # whom a disk is compared with, nearest first
+    rd = nanmax(lvl(kt, "disk.latencyDevRead"), lvl(kt, "disk.latencyRead"))
+    wr = nanmax(lvl(kt, "disk.latencyDevWrite"), lvl(kt, "disk.latencyWrite"))
+    dev = nanmax(lvl(kt, "disk.latencyDevDAvg"), lvl(kt, "esxtop.davg"))
+    iops = nanmax(
+        lvl(kt, "disk.iopsDevRead", 50) + lvl(kt, "disk.iopsDevWrite", 50),
+        lvl(kt, "esxtop.cmds", 50),
+    )
+    with np.errstate(all="ignore"):
+        return {
+            "dev_ms": dev,
+            "read_ms": rd,
+            "write_ms": wr,
+            # against the median of the same tier in the same disk group (the capacity disks of a group
+            # share its workload; a cache disk has no sibling there, so the host's other cache disks)
+            "dev_vs_peers": dev / _peer(dev, ladder),
+            "read_vs_peers": rd / _peer(rd, ladder),
+            "write_vs_peers": wr / _peer(wr, ladder),
+            "iops_vs_peers": iops / _peer(iops, ladder),
+            "iops_vs_peers_slow": _iops_when_slow(kt, ladder),
+            "scsi_errors": events(kt, "ev.scsi_fail_medium", "ev.scsi_fail_host", "ev.scsi_fail_other"),
+            "deteriorated": events(kt, "ev.deteriorated", "ev.perm_error"),
+            "capacity_ssd": np.where(
+                np.isfinite(static(kt, "is_ssd")), (static(kt, "is_ssd") > 0.5) & (cache < 0.5), NAN
+            ),
+            "dedup": static(kt, "dedup"),
+        }
+
+
+def _iops_when_slow(kt: KindTensors, ladder: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Each disk's I/O rate over its siblings' at the steps of its own highest read latency (its top
+    fifth): a hot spot serves more exactly while it is slow, whenever in the window that began (over
+    the whole window, the median rate of one that began late reads as its siblings')."""
+    rd = np.fmax(series(kt, "disk.latencyDevRead"), series(kt, "disk.latencyRead"))
+    io = series(kt, "disk.iopsDevRead") + series(kt, "disk.iopsDevWrite")
+    io = np.where(np.isfinite(io), io, series(kt, "esxtop.cmds"))
+    out = np.full(len(kt.ids), NAN)
+    for groups in ladder:
+        for j in np.flatnonzero(np.isnan(out) & (groups >= 0) & np.isfinite(rd).any(axis=1)):
+            peers = np.flatnonzero((groups == groups[j]) & (np.arange(len(out)) != j))
+            slow = rd[j] >= np.nanpercentile(rd[j], 80)
+            theirs = np.nanmedian(io[peers][:, slow], axis=0) if len(peers) else np.full(1, NAN)
+            out[j] = np.nanmedian(io[j][slow]) / max(float(np.nanmedian(theirs)), 1e-3)
+    return out
+
+
+def _peer(x: np.ndarray, ladder: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Peer level of each disk: its group-and-tier siblings, else the same tier on its host, else the bundle."""
+    out = np.full(len(x), NAN)
+    for groups in ladder:
+        out = np.where(np.isfinite(out), out, peer_median(x, groups))
+    return np.maximum(out, 1e-3)

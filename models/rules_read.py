@@ -1,0 +1,71 @@
+"""Reading a bundle's tensors back in physical units, for the rules' evidence (models/rules_evidence.py):
+a channel's series (log scale undone, NaN where not observed), its window levels, peer medians, static
+features and event counts."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+
+from pipeline.channels import KIND_CHANNELS, KIND_STATIC, LOG_SCALED
+from pipeline.tensors import KindTensors
+
+NAN: Final = float("nan")
+
+
+def series(kt: KindTensors, channel: str) -> np.ndarray:
+    """(n, T) float64 of one channel in its converted unit (log1p undone), NaN where not observed."""
+    j = KIND_CHANNELS[kt.kind].index(channel)
+    v = kt.values[:, j].astype(np.float64)
+    if LOG_SCALED[kt.kind][j]:
+        v = np.expm1(v)
+    return np.where(kt.mask[:, j], v, np.nan)
+
+
+def level(x: np.ndarray, q: float) -> np.ndarray:
+    """(n, T) -> (n,): the q-th percentile over observed steps; NaN for a row never observed."""
+    out = np.full(x.shape[0], np.nan)
+    ok = np.isfinite(x).any(axis=1)
+    if ok.any():
+        out[ok] = np.nanpercentile(x[ok], q, axis=1)
+    return out
+
+
+def lvl(kt: KindTensors, channel: str, q: float = 90.0) -> np.ndarray:
+    return level(series(kt, channel), q)
+
+
+def nanmax(*xs: np.ndarray) -> np.ndarray:
+    """Elementwise max ignoring NaN (NaN only where every input is NaN)."""
+    stack = np.stack(xs)
+    out = np.full(stack.shape[1:], np.nan)
+    ok = np.isfinite(stack).any(axis=0)
+    out[ok] = np.nanmax(stack[:, ok], axis=0)
+    return out
+
+
+def peer_median(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each row's median over the *other* rows of its group with a value (NaN: no such peer; group -1: none)."""
+    out = np.full(len(x), np.nan)
+    for g in np.unique(groups[groups >= 0]):
+        rows = np.flatnonzero(groups == g)
+        for r in rows:
+            others = x[rows[rows != r]]
+            others = others[np.isfinite(others)]
+            if len(others):
+                out[r] = np.median(others)
+    return out
+
+
+def static(kt: KindTensors, name: str) -> np.ndarray:
+    j = KIND_STATIC[kt.kind].index(name)
+    return np.where(kt.static_mask[:, j], kt.static[:, j].astype(np.float64), np.nan)
+
+
+def events(kt: KindTensors, *channels: str) -> np.ndarray:
+    """(n,) log events of these channels over the window (0 where the logs were not read)."""
+    total = np.zeros(len(kt.ids))
+    for c in channels:
+        total += np.nansum(np.nan_to_num(series(kt, c)), axis=1)
+    return total
