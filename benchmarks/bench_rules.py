@@ -1,15 +1,15 @@
 """What the expert rules (models/rules_margins.py, at their named THRESHOLDS) find and what they fire on
-wrongly, per fault, over cached dataset folders; with `--ablate`, the same with some evidence unobserved,
-and with `--set`, at other thresholds, side by side, so that a measure or a bar is judged on the same bundles.
+wrongly, per fault, over cached dataset folders; with `--variant`, the same with some evidence unobserved
+or other thresholds, side by side, so that a measure or a bar is judged on the same bundles.
 
-    nice .venv/bin/python benchmarks/bench_rules.py --sets var/quick-vh/datasets/field-* \
-        --ablate closed_loop --ablate iops_vs_peers_slow --set loss_pct=0.05,rexmit_pct=0.05
+    nice .venv/bin/python benchmarks/bench_rules.py --sets var/quick-vl/datasets/field-* \
+        --variant=-closed_loop --variant loss_pct=0.1,rexmit_pct=0.1,-host_loss_pct
 
 A component labelled with a fault is found when that fault's margin is > 0 on it; a false finding is a
-margin > 0 on a component labelled otherwise (another fault or none). An ablated measure is set to NaN
-(not observed) for every component before the margins are taken: the rules treat it as they treat a
-counter a site does not collect. Nothing is learnt. Dataset folders are those `training.datasets.build`
-writes (one .npz per bundle); they must be of this pipeline's schema.
+margin > 0 on a component labelled otherwise (another fault or none). A variant is comma-separated items:
+`-name` sets that evidence measure to NaN (not observed) for every component, as the rules treat a
+counter a site does not collect; `name=value` sets that threshold. Nothing is learnt. Dataset folders are
+those `training.datasets.build` writes (one .npz per bundle); they must be of this pipeline's schema.
 """
 
 from __future__ import annotations
@@ -62,30 +62,33 @@ def count(sets: Sequence[Path], variants: dict[str, Variant]) -> tuple[int, dict
     return n, tally
 
 
+def parse_variant(spec: str) -> Variant:
+    """'-a,-b,name=value' -> ((a, b), {name: value}); ValueError naming what is not a threshold."""
+    items = [x.strip() for x in spec.split(",") if x.strip()]
+    ablate = tuple(x[1:] for x in items if x.startswith("-"))
+    changed = {k: float(v) for k, v in (x.split("=", 1) for x in items if not x.startswith("-"))}
+    unknown = set(changed) - set(THRESHOLDS)
+    if unknown:
+        raise ValueError(f"no threshold named {', '.join(sorted(unknown))}")
+    return ablate, changed
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sets", nargs="+", type=Path, required=True, help="dataset folders (.npz per bundle)")
     ap.add_argument(
-        "--ablate",
+        "--variant",
         action="append",
         default=[],
-        help="comma-separated evidence names set unobserved, one variant per use (repeatable)",
-    )
-    ap.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        help="comma-separated name=value thresholds, one variant per use (repeatable)",
+        help="comma-separated -measure (unobserved) and threshold=value items, one variant per use",
     )
     args = ap.parse_args(argv)
     variants: dict[str, Variant] = {"as is": ((), {})}
-    variants.update({f"without {a}": (tuple(a.split(",")), {}) for a in args.ablate})
-    for spec in args.set:
-        changed = {k: float(v) for k, v in (kv.split("=", 1) for kv in spec.split(","))}
-        unknown = set(changed) - set(THRESHOLDS)
-        if unknown:
-            ap.error(f"--set {spec}: no threshold named {', '.join(sorted(unknown))}")
-        variants[spec] = ((), changed)
+    for spec in args.variant:
+        try:
+            variants[spec] = parse_variant(spec)
+        except ValueError as e:
+            ap.error(f"--variant {spec}: {e}")
     n, tally = count(args.sets, variants)
     print(f"{n} bundles from {len(args.sets)} dataset folders; rules at their named thresholds\n")
     print("| fault | " + " | ".join(f"{v}: found / labelled, false" for v in variants) + " |")
@@ -93,6 +96,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     for fault in sorted(FAULTS):
         cells = [f"{t[f'{fault} found']} / {t[f'{fault} labelled']}, {t[f'{fault} false']}" for t in tally.values()]
         print(f"| `{fault}` | " + " | ".join(cells) + " |")
+    totals = [
+        f"{sum(t[f'{f} found'] for f in FAULTS)} / {sum(t[f'{f} labelled'] for f in FAULTS)}, "
+        f"{sum(t[f'{f} false'] for f in FAULTS)}"
+        for t in tally.values()
+    ]
+    print("| every fault | " + " | ".join(totals) + " |")
 
 
 if __name__ == "__main__":
