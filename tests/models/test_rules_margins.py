@@ -36,18 +36,24 @@ def test_low_oio_fires_at_one_and_at_two_threads_per_disk(cause: str) -> None:
     assert sum(fired) >= 6, fired
 
 
+def _nics_found(fault: str, cause: str, n: int = 8) -> int:
+    """Of n bundles with `fault` through `cause`, those where the rule fires on every NIC labelled with it."""
+    hits = 0
+    for i in range(n):
+        bt, y = _bundle(fault, cause, i)
+        m = rule_margins(bt, THRESHOLDS)[fault]
+        bad = [j for j, cid in enumerate(bt.kinds["nic"].ids) if y.get(cid) == fault]
+        hits += bool(bad) and bool((m[bad] > 0).all())
+    return hits
+
+
 @pytest.mark.parametrize("cause", ["speed_1g", "speed_100m", "half_duplex"])
 def test_link_rule_fires_through_every_cause(cause: str) -> None:
     """Measured 6, 6 and 7 of 8 (5, 6 and 7 before the rated speed and the logged link-up speed): every
     miss is on a host whose support bundle is not in the upload (no nicinfo, no logs: no speed to read)
     and whose uplink carries too little load to flat-top. A cluster whose every known vSAN uplink runs
     at 1 Gb/s is caught by the port's own rating (tests/pipeline/test_static.py)."""
-    hits = 0
-    for i in range(8):
-        bt, y = _bundle("net.link_degraded", cause, i)
-        m = rule_margins(bt, THRESHOLDS)["net.link_degraded"]
-        bad = [j for j, cid in enumerate(bt.kinds["nic"].ids) if y.get(cid) == "net.link_degraded"]
-        hits += bool(bad) and bool((m[bad] > 0).all())
+    hits = _nics_found("net.link_degraded", cause)
     assert hits >= 6, (cause, hits)
 
 
@@ -57,12 +63,7 @@ def test_loss_rule_fires_through_every_cause(cause: str) -> None:
     on the uplink's own counters: the vmknic's loss lent to the uplink finds it (0 of 20 before, seed
     51); mild firmware drops of 0.7-0.9 per-mille sat under the old 1 per-mille bar. Misses left: a
     host whose vSAN traffic the data puts on another port than the labelled one."""
-    hits = 0
-    for i in range(8):
-        bt, y = _bundle("net.packet_loss", cause, i)
-        m = rule_margins(bt, THRESHOLDS)["net.packet_loss"]
-        bad = [j for j, cid in enumerate(bt.kinds["nic"].ids) if y.get(cid) == "net.packet_loss"]
-        hits += bool(bad) and bool((m[bad] > 0).all())
+    hits = _nics_found("net.packet_loss", cause)
     assert hits >= 6, (cause, hits)
 
 
