@@ -39,7 +39,8 @@ def _vm(e: PerfEntity, grid: Grid) -> tuple[float, float] | None:
     seen = ok.all(axis=0)
     iops = v[0::2].sum(axis=0)  # (T,) operations/s
     inflight = (v[0::2] * v[1::2]).sum(axis=0) * 1e-6  # latency in microseconds: iops x seconds = I/Os
-    act = seen & (iops > MIN_IOPS) & (inflight > 0)
+    # finite and positive only: counters are the upload's, and a product of two huge ones overflows
+    act = seen & (iops > MIN_IOPS) & (inflight > 0) & np.isfinite(inflight) & np.isfinite(iops)
     if act.sum() < MIN_STEPS:
         return None
     level = float(np.median(inflight[act]))
@@ -59,4 +60,5 @@ def closed_loop_score(vms: list[PerfEntity], grid: Grid) -> float | None:
             continue
         num += got[0] * got[1]
         den += got[0]
-    return num / den if den > 0 else None
+    score = num / den if den > 0 else None
+    return score if score is not None and np.isfinite(score) else None

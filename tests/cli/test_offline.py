@@ -44,13 +44,16 @@ def test_train_if_missing_trains_over_a_champion_that_cannot_serve(
 ) -> None:
     """`make run` after a pipeline schema change: the registered champion was trained on the old tensors,
     the service would refuse it and serve nothing, so `--if-missing` trains a new one."""
+    import os
     import shutil
 
     from training.tracking import Tracker
     from vsandx.settings import get_settings
 
+    monkeypatch.chdir(tmp_path)  # as make run meets it: no VSANDX_* set, the relative default ./var
+    for name in [k for k in os.environ if k.startswith("VSANDX_")]:
+        monkeypatch.delenv(name)
     data = tmp_path / "var"
-    monkeypatch.setenv("VSANDX_DATA_DIR", str(data))
     get_settings.cache_clear()  # read this test's environment, and leave none of it to the next test
     request.addfinalizer(get_settings.cache_clear)
     tracker = Tracker(data)
@@ -65,6 +68,7 @@ def test_train_if_missing_trains_over_a_champion_that_cannot_serve(
         raise _Trains
 
     monkeypatch.setattr("training.run.run_training", fake_training)
+    assert get_settings().data_dir == data  # the default, resolved: what Tracker(data) registered in
     champion(model_dir, "current")
     assert main(["train", "--quick", "--if-missing", "-q"]) == 0
     assert "exists; not training" in capsys.readouterr().out

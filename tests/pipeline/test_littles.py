@@ -70,3 +70,15 @@ def test_a_vm_reporting_no_latency_is_not_scored() -> None:
     e = _vm(np.full(T, 3000.0), _latency(rng))
     e.metrics = {k: v for k, v in e.metrics.items() if not k.startswith("latency")}
     assert closed_loop_score([e], GRID) is None
+
+
+def test_counters_too_large_to_multiply_give_no_score_rather_than_nan() -> None:
+    """Counters are the upload's: 1e200 iops at 1e200 us overflow iops x latency; such steps are not
+    active, and a sum of weights that overflows is no score, never a NaN stored as observed."""
+    huge = _vm(np.full(T, 1e200), np.full(T, 1e200))
+    assert closed_loop_score([huge], GRID) is None
+    rng = np.random.default_rng(4)
+    lat = 400.0 * np.exp(rng.normal(0, 0.2, T))
+    big = _vm(1e300 / (lat * 1e-6), lat)  # ~1e300 in flight: finite per VM, the weights' sum overflows
+    score = closed_loop_score([big, big], GRID)
+    assert score is None or np.isfinite(score)
