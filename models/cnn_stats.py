@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from models.base import KIND_LABELS
+from models.features import learnt_static_mask
 from pipeline.tensors import BundleTensors
 from vsandx.faults import COMPONENT_KINDS
 
@@ -42,7 +43,7 @@ def normalisation_stats(bundles: Sequence[BundleTensors]) -> dict[str, tuple[np.
         mu = np.sum(s1, 0) / cnt
         sd = np.sqrt(np.maximum(np.sum(s2, 0) / cnt - mu**2, 0.0))
         st = np.concatenate([bt.kinds[k].static for bt in bundles])
-        sm = np.concatenate([bt.kinds[k].static_mask for bt in bundles])
+        sm = np.concatenate([learnt_static_mask(k, bt.kinds[k].static_mask) for bt in bundles])
         scnt = np.maximum(sm.sum(0), 1)
         smu = (st * sm).sum(0) / scnt
         ssd = np.sqrt(np.maximum(((st - smu) ** 2 * sm).sum(0) / scnt, 0.0))

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from models.base import Labels, kind_targets
 from models.cnn_augment import COARSEN_FACTORS, LOAD_INVARIANT, coarsen, load_factor, rescale_load, without_events
 from models.cnn_stats import class_weights, feature_stats, normalisation_stats
-from models.features import bundle_features
+from models.features import bundle_features, learnt_static_mask
 from models.seeds import clip_members, member_outputs
 from pipeline.tensors import BundleTensors
 from vsandx.faults import COMPONENT_KINDS
@@ -69,7 +69,7 @@ def to_arrays(bt: BundleTensors, labels: Labels | None = None, features: bool = 
             "values": torch.from_numpy(kt.values),
             "mask": torch.from_numpy(kt.mask),
             "static": torch.from_numpy(kt.static),
-            "static_mask": torch.from_numpy(kt.static_mask),
+            "static_mask": torch.from_numpy(learnt_static_mask(k, kt.static_mask)),
             "host": torch.from_numpy(kt.host_index.astype(np.int64)),
             "target": torch.from_numpy(target),
             "n_hosts": torch.tensor(len(bt.kinds["host"].ids)),

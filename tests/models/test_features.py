@@ -158,3 +158,24 @@ def test_hold_features_holds_the_rows_and_the_rule_margins_they_include() -> Non
     with hold_features(900):
         assert bundle_features._limit() == named_margins._limit() == 900
     assert bundle_features._limit() == bundle_features.size and named_margins._limit() == named_margins.size
+
+
+def test_learnt_models_do_not_read_the_closed_loop_score_the_rules_read(lab: LabData) -> None:
+    """vm_closed_loop reaches the rules' evidence but neither the engineered rows (their rule columns
+    aside) nor the CNN's inputs: two bundles that differ only in it look alike to a learnt model."""
+    from models.cnn_train import to_arrays
+    from models.rules_evidence import bundle_evidence
+
+    j = KIND_STATIC["cluster"].index("vm_closed_loop")
+    twins = [copy.deepcopy(lab.X[0]) for _ in range(2)]
+    for bt, score in zip(twins, (-1.0, 1.0), strict=True):
+        bt.kinds["cluster"].static[:, j] = score
+        bt.kinds["cluster"].static_mask[:, j] = True
+    assert [bundle_evidence(bt)["cluster"]["closed_loop"][0] for bt in twins] == [-1.0, 1.0]
+    a, b = (bundle_features(bt) for bt in twins)
+    for kind in COMPONENT_KINDS:
+        learnt = [i for i, name in enumerate(feature_names(kind)) if not name.startswith("rule:")]
+        np.testing.assert_array_equal(a[kind][:, learnt], b[kind][:, learnt])
+    arrays = [to_arrays(bt)["cluster"] for bt in twins]
+    assert not any(bool(x["static_mask"][:, j].any()) for x in arrays)
+    assert all(bool(x["static_mask"][:, :j].any()) for x in arrays)  # the other statics still pass
