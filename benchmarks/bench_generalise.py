@@ -30,6 +30,7 @@ at --coverage and the share of components and of bundles they send to review. Pr
 from __future__ import annotations
 
 import argparse
+import contextlib
 import inspect
 import json
 import sys
@@ -43,7 +44,7 @@ sys.path.insert(0, str(REPO))
 from bench_accuracy import score  # noqa: E402
 
 from data.simulate.causes import CAUSES  # noqa: E402
-from models.base import LABELS, load_model  # noqa: E402
+from models.base import LABELS, SchemaMismatch, load_model  # noqa: E402
 from models.calibration import CalibratedDiagnoser  # noqa: E402
 from models.conformal import review_summary  # noqa: E402
 from models.ece import ece_if_calibrated, kind_ece, kind_top  # noqa: E402
@@ -138,10 +139,12 @@ def main() -> int:
     methods = [m for m in args.calibrate.split(",") if m]
 
     def fitted_model(name: str, X: list[Any], y: list[Any], key: str) -> tuple[Any, float]:
-        """`name` fitted on (X, y), or loaded from --models-dir when a run with these settings saved it."""
+        """`name` fitted on (X, y), or loaded from --models-dir when a run of this code with these settings
+        saved it (one another code saved, SchemaMismatch, is fitted again and replaced)."""
         folder = Path(args.models_dir) / f"{key}-train{len(X)}-epochs{args.epochs}-seeds{args.cnn_seeds}" / name
         if args.models_dir and (folder / "fit.json").exists():
-            return load_model(folder), float(json.loads((folder / "fit.json").read_text())["fit_s"])
+            with contextlib.suppress(SchemaMismatch):
+                return load_model(folder), float(json.loads((folder / "fit.json").read_text())["fit_s"])
         model = make(name, args.epochs, args.cnn_seeds)
         fit_s = fit(model, X, y, val)
         if args.models_dir:

@@ -9,7 +9,8 @@ Hyperparameters are the keyword arguments of `__init__` (so get_params/set_param
 everything learned lives in attributes ending with `_`.
 
 On disk a model is a folder: `config.json` (model name, resolved hyperparameters, LABELS, the
-pipeline's tensor SCHEMA_VERSION and the model's small JSON state) and `state.safetensors` (every
+pipeline's tensor SCHEMA_VERSION, the statics kept from learnt models (models.features.RULES_ONLY_STATIC)
+and the model's small JSON state) and `state.safetensors` (every
 array). Nothing is pickled, so loading a file never runs code from it.
 """
 
@@ -24,6 +25,7 @@ import numpy as np
 from safetensors.numpy import load_file, save_file
 
 from models.estimator import Estimator, check_is_fitted
+from models.features import RULES_ONLY_STATIC
 from pipeline.tensors import SCHEMA_VERSION, BundleTensors
 from vsandx.faults import COMPONENT_KINDS, LABELS, NONE, faults_for_kind
 
@@ -42,7 +44,14 @@ Proba = dict[str, np.ndarray]  # one bundle's scores: component id -> (len(LABEL
 
 
 class SchemaMismatch(ValueError):
-    """A saved model was trained on tensors of another pipeline schema version."""
+    """A saved model was trained on tensors of another pipeline schema version, or read other inputs of
+    them than this code gives a learnt model."""
+
+
+def _rules_only_static() -> dict[str, list[str]]:
+    """RULES_ONLY_STATIC as a saved config records it. A model saved before the key existed read every
+    static; served by this code it would see those statics as unobserved, so its config must match."""
+    return {k: sorted(v) for k, v in sorted(RULES_ONLY_STATIC.items())}
 
 
 def kind_targets(bt: BundleTensors, y: Labels, kind: str) -> np.ndarray:
@@ -132,6 +141,7 @@ class Diagnoser(Estimator):
             "params": self.get_params(deep=False),
             "labels": list(LABELS),
             "schema_version": SCHEMA_VERSION,
+            "rules_only_static": _rules_only_static(),
             "state": meta,
         }
         (folder / CONFIG_FILE).write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
@@ -150,6 +160,11 @@ class Diagnoser(Estimator):
             raise SchemaMismatch(
                 f"{folder}: model was trained on pipeline tensors {config.get('schema_version')!r} but this "
                 f"pipeline produces {SCHEMA_VERSION!r}; retrain it on the current schema"
+            )
+        if (kept := config.get("rules_only_static", {})) != _rules_only_static():
+            raise SchemaMismatch(
+                f"{folder}: model was trained with statics {kept or 'none'} kept from learnt models but this "
+                f"code keeps {_rules_only_static()} from them; retrain it on the current code"
             )
         if tuple(config.get("labels", ())) != LABELS:
             raise ValueError(f"{folder}: model labels {config.get('labels')} differ from vsandx.faults.LABELS")

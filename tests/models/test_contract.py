@@ -151,3 +151,18 @@ def test_load_rebuilds_only_allowlisted_classes(tiny: LabData, tmp_path: Path) -
     (folder / "config.json").write_text(text.replace('"LogisticRegression"', '"Popen"'))
     with pytest.raises(ValueError, match="refusing to rebuild class 'Popen'"):
         load_model(folder)
+
+
+def test_load_refuses_a_model_that_read_the_statics_only_the_rules_read(
+    fitted: tuple[str, Diagnoser, set[str]], tmp_path: Path
+) -> None:
+    # a model saved before RULES_ONLY_STATIC existed read vm_closed_loop; this code would serve it that
+    # static as unobserved, so it is refused (and `vsandx train --if-missing` trains over it)
+    name, model, _ = fitted
+    folder = model.save(tmp_path / name)
+    config = json.loads((folder / "config.json").read_text())
+    assert config["rules_only_static"] == {"cluster": ["vm_closed_loop"]}
+    del config["rules_only_static"]
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(SchemaMismatch, match=r"statics none kept from learnt models.*vm_closed_loop.*retrain"):
+        load_model(folder)
