@@ -163,8 +163,9 @@ class Diagnoser(Estimator):
             )
         if (kept := config.get("rules_only_static", {})) != _rules_only_static():
             raise SchemaMismatch(
-                f"{folder}: model was trained with statics {kept or 'none'} kept from learnt models but this "
-                f"code keeps {_rules_only_static()} from them; retrain it on the current code"
+                f"{folder}: model was trained keeping {kept or 'no statics'} from learnt models, but this code "
+                f"keeps {_rules_only_static()} from them (models.features.RULES_ONLY_STATIC); retrain it on "
+                "the current code"
             )
         if tuple(config.get("labels", ())) != LABELS:
             raise ValueError(f"{folder}: model labels {config.get('labels')} differ from vsandx.faults.LABELS")

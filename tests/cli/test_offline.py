@@ -80,3 +80,14 @@ def test_train_if_missing_trains_over_a_champion_that_cannot_serve(
     with pytest.raises(_Trains):
         main(["train", "--quick", "--if-missing", "-q"])
     assert "cannot serve" in capsys.readouterr().out
+    # the same tensors, but saved before the learnt models' inputs lost a static only the rules read
+    before_mask = tmp_path / "before-mask"
+    shutil.copytree(model_dir, before_mask)
+    cfg = json.loads((before_mask / "config.json").read_text())
+    del cfg["rules_only_static"]
+    (before_mask / "config.json").write_text(json.dumps(cfg))
+    champion(before_mask, "before-mask")
+    with pytest.raises(_Trains):
+        main(["train", "--quick", "--if-missing", "-q"])
+    out = capsys.readouterr().out
+    assert "cannot serve" in out and "RULES_ONLY_STATIC" in out

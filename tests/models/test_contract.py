@@ -164,5 +164,5 @@ def test_load_refuses_a_model_that_read_the_statics_only_the_rules_read(
     assert config["rules_only_static"] == {"cluster": ["vm_closed_loop"]}
     del config["rules_only_static"]
     (folder / "config.json").write_text(json.dumps(config))
-    with pytest.raises(SchemaMismatch, match=r"statics none kept from learnt models.*vm_closed_loop.*retrain"):
+    with pytest.raises(SchemaMismatch, match=r"keeping no statics from learnt models.*vm_closed_loop.*retrain"):
         load_model(folder)
