@@ -48,10 +48,9 @@ class SchemaMismatch(ValueError):
     them than this code gives a learnt model."""
 
 
-def _rules_only_static() -> dict[str, list[str]]:
-    """RULES_ONLY_STATIC as a saved config records it. A model saved before the key existed read every
-    static; served by this code it would see those statics as unobserved, so its config must match."""
-    return {k: sorted(v) for k, v in sorted(RULES_ONLY_STATIC.items())}
+# RULES_ONLY_STATIC as a saved config records it. A model saved before the key existed read every static;
+# served by this code it would see those statics as unobserved, so its config must match.
+KEPT_FROM_LEARNT: Final[dict[str, list[str]]] = {k: sorted(v) for k, v in sorted(RULES_ONLY_STATIC.items())}
 
 
 def kind_targets(bt: BundleTensors, y: Labels, kind: str) -> np.ndarray:
@@ -141,7 +140,7 @@ class Diagnoser(Estimator):
             "params": self.get_params(deep=False),
             "labels": list(LABELS),
             "schema_version": SCHEMA_VERSION,
-            "rules_only_static": _rules_only_static(),
+            "rules_only_static": KEPT_FROM_LEARNT,
             "state": meta,
         }
         (folder / CONFIG_FILE).write_text(json.dumps(config, indent=1, sort_keys=True) + "\n")
@@ -161,10 +160,10 @@ class Diagnoser(Estimator):
                 f"{folder}: model was trained on pipeline tensors {config.get('schema_version')!r} but this "
                 f"pipeline produces {SCHEMA_VERSION!r}; retrain it on the current schema"
             )
-        if (kept := config.get("rules_only_static", {})) != _rules_only_static():
+        if (kept := config.get("rules_only_static", {})) != KEPT_FROM_LEARNT:
             raise SchemaMismatch(
                 f"{folder}: model was trained keeping {kept or 'no statics'} from learnt models, but this code "
-                f"keeps {_rules_only_static()} from them (models.features.RULES_ONLY_STATIC); retrain it on "
+                f"keeps {KEPT_FROM_LEARNT} from them (models.features.RULES_ONLY_STATIC); retrain it on "
                 "the current code"
             )
         if tuple(config.get("labels", ())) != LABELS:

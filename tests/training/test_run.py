@@ -222,3 +222,7 @@ def test_served_ensemble_weighs_the_priors_per_kind() -> None:
     ens = served_ensemble(members, cfg, X, y, (X, y))
     assert isinstance(ens, EnsembleDiagnoser)
     assert list(ens.weights) == [0.5, 0.5, 0.5] and ens.kind_weights == {"cluster": [0.5, 0.5, 2.0]}
+    # the default make run trains with: the rules weigh as the CNNs on clusters, half elsewhere
+    default = served_ensemble(members, TrainConfig(lab=2, varied=0, calibration="none"), X, y, (X, y))
+    assert isinstance(default, EnsembleDiagnoser)
+    assert list(default.weights) == [0.5, 0.5, 0.5] and default.kind_weights == {"cluster": [0.5, 0.5, 1.0]}
