@@ -160,8 +160,9 @@ def _event_counts(kt: KindTensors) -> np.ndarray:
 # (an idle two-thread benchmark's steady counters score -0.5..-0.1, on noise alone): held-out one-thread
 # clusters of leave-one-cause-out fold 0 scored 0.5-0.9, a range no training cluster had, and the served
 # ensemble's low_oio recall there fell 0.82 -> 0.72 when the CNN read it (README). The rules read it with
-# thresholds Little's law sets (models.rules_margins), not ones learnt from our noise.
-RULES_ONLY_STATIC: Final[dict[str, frozenset[str]]] = {"cluster": frozenset({"vm_closed_loop"})}
+# thresholds Little's law sets (models.rules_margins), not ones learnt from our noise. vm_inflight_spread
+# reads that noise directly (how much a benchmark's in-flight level wanders is the counters' noise).
+RULES_ONLY_STATIC: Final[dict[str, frozenset[str]]] = {"cluster": frozenset({"vm_closed_loop", "vm_inflight_spread"})}
 _LEARNT_STATIC: Final[dict[str, np.ndarray]] = {
     k: np.array([s not in RULES_ONLY_STATIC.get(k, ()) for s in names]) for k, names in KIND_STATIC.items()
 }

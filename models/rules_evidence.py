@@ -172,6 +172,8 @@ def _cluster(bt: BundleTensors) -> dict[str, np.ndarray]:
             "oio_plateau_spread": float(top / level(oio_act, 60)[0]),
             # the VMs themselves: +1 they hold their I/Os in flight (threads), -1 they pace a rate
             "closed_loop": float(static(kt, "vm_closed_loop")[0]) if n else NAN,
+            # how much the in-flight level of the VMs that could be the benchmark moves (log IQR)
+            "inflight_spread": float(static(kt, "vm_inflight_spread")[0]) if n else NAN,
             "active_share": float(active.mean()),
             "latency_ms": on(lat),
             # spindles serve in 5-10 ms unloaded: what "every latency low" means depends on the tier

@@ -118,6 +118,12 @@ THRESHOLDS: Final[dict[str, float]] = {
     # counters are the noisier), which must decide nothing.
     "closed_loop": 0.5,
     "paced_loop": -0.5,
+    # Threads hold their in-flight level still whatever the latency (pipeline.littles): over the VMs that
+    # could be the benchmark (0.5-16 in flight), the median spread of each one's in-flight level (log IQR)
+    # read 0.05 on fold 1's training-side under-driven clusters (95 % under 0.15) and 0.21 on the healthy
+    # clusters the rule fired on. Past 0.25 the VMs are paced or bursting guests whatever their summed
+    # oio does: a veto (0.2 kept every training-side finding too; 0.25 leaves a held-out cause room).
+    "threaded_inflight_spread": 0.25,
     "oio_per_vm_min": 0.5,
     "oio_per_vm_max": 16.0,
     "low_latency_ms": 3.0,
@@ -146,6 +152,11 @@ def veto_below(x: np.ndarray, t: float) -> np.ndarray:
     """A score in [-1, 1] as a veto: its margin below t, no say (NaN) at or above t, so that a score near
     its noise level leaves the other conditions' margin as it was."""
     return np.where(x < t, score_up(x, t), np.nan)
+
+
+def veto_above(x: np.ndarray, t: float) -> np.ndarray:
+    """A measure as a veto: its margin below t where it is past t, no say (NaN) at or under t."""
+    return np.where(x > t, down(x, t), np.nan)
 
 
 def gate(flag: np.ndarray) -> np.ndarray:
@@ -264,6 +275,7 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
             up(c["oio_per_vm"], th["oio_per_vm_min"]),
             down(c["oio_per_vm"], th["oio_per_vm_max"]),
             down(c["latency_ms"], np.where(c["hybrid"] > 0.5, th["low_latency_hybrid_ms"], th["low_latency_ms"])),
+            veto_above(c["inflight_spread"], th["threaded_inflight_spread"]),
         )
         low_oio = any_of(
             given(down(c["oio_plateau_spread"] - 1.0, th["oio_plateau_spread"]), *under,

@@ -7,9 +7,16 @@ flight) stays put while its iops follow the latency; a paced VM keeps its iops p
 follows the latency. Which of the two moves less, VM by VM, tells them apart where the cluster's
 summed oio cannot (light guests on top of a benchmark move the sum; a paced benchmark at a low rate
 holds the sum as flat as threads do).
+
+Where latency holds still the score reads noise: a benchmark's iops then hold still too. What threads
+never do is let their in-flight level wander: the VMs that could be a benchmark of one or two threads per
+disk (up to THREADED_MAX in flight), if each one's in-flight level moves, are paced or bursting guests
+whatever the score says (`inflight_spread`).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -19,6 +26,9 @@ from pipeline.parse.perfdump import PerfEntity
 MIN_STEPS = 10  # active grid steps a VM needs before its spreads mean anything
 MIN_IOPS = 0.5  # below this a VM is idle at that step (no I/O to hold in flight)
 MIN_INFLIGHT = 0.5  # a VM with fewer I/Os in flight says nothing either way (and weighs nothing)
+# HCIBench VMs carry up to 8 data disks: one or two threads per disk hold at most 16 I/Os in flight. A VM
+# holding more is no under-driven benchmark (guests queued behind a fault hold 30-170 at 30-170 ms).
+THREADED_MAX = 16.0
 
 
 def _spread(x: np.ndarray) -> float:
@@ -28,8 +38,14 @@ def _spread(x: np.ndarray) -> float:
     return float(q75 - q25)
 
 
-def _vm(e: PerfEntity, grid: Grid) -> tuple[float, float] | None:
-    """(I/Os in flight: median over the VM's active steps, closed-loop score in [-1, 1]) or None."""
+@dataclass(frozen=True)
+class VmLoop:
+    level: float  # I/Os in flight: median over the VM's active steps
+    score: float  # closed-loop score in [-1, 1]
+    inflight_spread: float  # interquartile range of log(I/Os in flight) over those steps
+
+
+def _vm(e: PerfEntity, grid: Grid) -> VmLoop | None:
     ways = [(f"iops{d}", f"latency{d}") for d in ("Read", "Write") if f"iops{d}" in e.metrics]
     ways = [(i, lat) for i, lat in ways if lat in e.metrics]
     if not ways:
@@ -46,19 +62,34 @@ def _vm(e: PerfEntity, grid: Grid) -> tuple[float, float] | None:
     level = float(np.median(inflight[act]))
     s_iops, s_inflight = _spread(iops[act]), _spread(inflight[act])
     total = s_iops + s_inflight
-    return level, (s_iops - s_inflight) / total if total > 0 else 0.0
+    return VmLoop(level, (s_iops - s_inflight) / total if total > 0 else 0.0, s_inflight)
 
 
-def closed_loop_score(vms: list[PerfEntity], grid: Grid) -> float | None:
-    """Mean closed-loop score of the VMs, weighted by the I/Os each holds in flight: +1 where every busy VM
+def vm_loops(vms: list[PerfEntity], grid: Grid) -> list[VmLoop]:
+    """Each VM with enough active steps to tell (in no particular order)."""
+    return [got for got in (_vm(e, grid) for e in vms) if got is not None]
+
+
+def closed_loop_score(loops: list[VmLoop]) -> float | None:
+    """Mean closed-loop score of the VMs (vm_loops), weighted by the I/Os each holds in flight: +1 where every busy VM
     holds its in-flight I/Os flat while its iops move (threads), -1 where every one holds its iops flat
     (a rate), near 0 where measurement noise hides both. None: no VM with enough I/O to tell."""
     num = den = 0.0
-    for e in vms:
-        got = _vm(e, grid)
-        if got is None or got[0] < MIN_INFLIGHT:
-            continue
-        num += got[0] * got[1]
-        den += got[0]
+    for v in loops:
+        if v.level >= MIN_INFLIGHT:
+            num += v.level * v.score
+            den += v.level
     score = num / den if den > 0 else None
     return score if score is not None and np.isfinite(score) else None
+
+
+def inflight_spread(loops: list[VmLoop]) -> float | None:
+    """How much the in-flight level of the VMs holding MIN_INFLIGHT..THREADED_MAX I/Os moves: the median
+    of their spreads, each VM weighing what it holds in flight (log units; a benchmark's threads read
+    about 0.05, measurement noise only). None where no such VM."""
+    small = sorted((v.inflight_spread, v.level) for v in loops if MIN_INFLIGHT <= v.level <= THREADED_MAX)
+    if not small:
+        return None
+    spread, weight = np.array(small).T
+    half = np.searchsorted(np.cumsum(weight), 0.5 * weight.sum())
+    return float(spread[min(half, len(spread) - 1)])

@@ -101,8 +101,10 @@ def fill_static(
     kinds: dict[str, KindTensors],
     n_vms: int,
     closed_loop: float | None = None,
+    inflight_spread: float | None = None,
 ) -> None:
-    """`closed_loop`: the VMs' closed-loop score (pipeline.littles), None where no VM tells."""
+    """`closed_loop`, `inflight_spread`: the VMs' closed-loop score and how much the in-flight level of
+    those that could be a one- or two-thread benchmark moves (pipeline.littles); None where no VM tells."""
     share = _traffic_share(pb, topo)
     pnic_ids = set(share)
     logged = _logged_speeds(topo)
@@ -171,6 +173,7 @@ def fill_static(
         ("n_disks", len(kinds["disk"].ids)),
         ("n_vms", n_vms),
         ("vm_closed_loop", closed_loop),
+        ("vm_inflight_spread", inflight_spread),
         ("native_interval_s", grid.native),
         ("step_s", grid.step),
         ("window_h", grid.step * grid.T / 3600),

@@ -10,7 +10,7 @@ from pipeline.config import PipelineConfig
 from pipeline.errors import NoPerfData
 from pipeline.fill import KindFill, esxtop_channels, event_channels, host_events, vm_aggregates
 from pipeline.grid import Grid, best_window, choose_step, count_events, native_interval, resample
-from pipeline.littles import closed_loop_score
+from pipeline.littles import closed_loop_score, inflight_spread, vm_loops
 from pipeline.parse.bundle import ParsedBundle
 from pipeline.parse.perfdump import PerfEntity
 from pipeline.static import fill_static
@@ -119,7 +119,8 @@ def tensorize(pb: ParsedBundle, topo: Topology, cfg: PipelineConfig) -> BundleTe
     esxtop_channels(topo, grid, kinds)
     event_channels(topo, evs, grid, kinds)
     kinds_out = {k: v.kt for k, v in kinds.items()}
-    fill_static(pb, topo, grid, kinds_out, len(vms), closed_loop_score(vms, grid))
+    loops = vm_loops(vms, grid)
+    fill_static(pb, topo, grid, kinds_out, len(vms), closed_loop_score(loops), inflight_spread(loops))
     for kt in kinds_out.values():
         hidx = {cid: i for i, cid in enumerate(ids["host"])}
         gidx = {cid: i for i, cid in enumerate(ids["diskgroup"])}

@@ -19,7 +19,9 @@ if TYPE_CHECKING:
 # 4: nic static rated_gbps (the rated speed in nicinfo's Description); speed_gbps/duplex_full from the
 # driver's last logged link-up line where nicinfo gives none.
 # 5: cluster static vm_closed_loop (Little's law per VM: closed-loop threads or a paced rate).
-SCHEMA_VERSION: Final = "vsandx.tensors/5"
+# 6: cluster static vm_inflight_spread (how much the in-flight level of the VMs that could be a one- or
+# two-thread benchmark moves; threads hold it still).
+SCHEMA_VERSION: Final = "vsandx.tensors/6"
 
 
 @dataclass

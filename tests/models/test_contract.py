@@ -161,8 +161,13 @@ def test_load_refuses_a_model_that_read_the_statics_only_the_rules_read(
     name, model, _ = fitted
     folder = model.save(tmp_path / name)
     config = json.loads((folder / "config.json").read_text())
-    assert config["rules_only_static"] == {"cluster": ["vm_closed_loop"]}
+    assert config["rules_only_static"] == {"cluster": ["vm_closed_loop", "vm_inflight_spread"]}
     del config["rules_only_static"]
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(SchemaMismatch, match=r"keeping no statics from learnt models.*vm_closed_loop.*retrain"):
+        load_model(folder)
+    # one saved before vm_inflight_spread was kept from it read that static
+    config["rules_only_static"] = {"cluster": ["vm_closed_loop"]}
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(SchemaMismatch, match=r"vm_inflight_spread"):
         load_model(folder)

@@ -4,6 +4,7 @@ import copy
 
 import numpy as np
 import numpy.ma as ma
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -160,18 +161,25 @@ def test_hold_features_holds_the_rows_and_the_rule_margins_they_include() -> Non
     assert bundle_features._limit() == bundle_features.size and named_margins._limit() == named_margins.size
 
 
-def test_learnt_models_do_not_read_the_closed_loop_score_the_rules_read(lab: LabData) -> None:
-    """vm_closed_loop reaches the rules' evidence but neither the engineered rows (their rule columns
-    aside) nor the CNN's inputs: two bundles that differ only in it look alike to a learnt model."""
+@pytest.mark.parametrize(
+    ("static", "evidence", "values"),
+    [("vm_closed_loop", "closed_loop", (-1.0, 1.0)), ("vm_inflight_spread", "inflight_spread", (0.05, 0.5))],
+)
+def test_learnt_models_do_not_read_the_vm_statics_the_rules_read(
+    lab: LabData, static: str, evidence: str, values: tuple[float, float]
+) -> None:
+    """The VMs' closed-loop score and in-flight spread reach the rules' evidence but neither the
+    engineered rows (their rule columns aside) nor the CNN's inputs: two bundles that differ only in
+    one look alike to a learnt model."""
     from models.cnn_train import to_arrays
     from models.rules_evidence import bundle_evidence
 
-    j = KIND_STATIC["cluster"].index("vm_closed_loop")
+    j = KIND_STATIC["cluster"].index(static)
     twins = [copy.deepcopy(lab.X[0]) for _ in range(2)]
-    for bt, score in zip(twins, (-1.0, 1.0), strict=True):
-        bt.kinds["cluster"].static[:, j] = score
+    for bt, value in zip(twins, values, strict=True):
+        bt.kinds["cluster"].static[:, j] = value
         bt.kinds["cluster"].static_mask[:, j] = True
-    assert [bundle_evidence(bt)["cluster"]["closed_loop"][0] for bt in twins] == [-1.0, 1.0]
+    assert [bundle_evidence(bt)["cluster"][evidence][0] for bt in twins] == pytest.approx(list(values))
     a, b = (bundle_features(bt) for bt in twins)
     for kind in COMPONENT_KINDS:
         learnt = [i for i, name in enumerate(feature_names(kind)) if not name.startswith("rule:")]

@@ -256,6 +256,21 @@ def test_the_vms_little_law_decides_what_the_clusters_oio_cannot() -> None:
     assert _low_oio_margin(bt, **(base | {"latency_ms": 9.0}), oio_plateau_spread=1.3, closed_loop=0.9) < 0
 
 
+def test_vms_whose_in_flight_level_wanders_are_not_an_under_driven_benchmark() -> None:
+    """A flat summed oio of light guests at a steady latency: the score reads noise and the plateau alone
+    would fire (healthy clusters the rule fired on read a spread of 0.21 per VM); threads hold their
+    in-flight level within the counters' noise (0.05), so past 0.25 the VMs veto either way of firing,
+    and at or under it (or unobserved) they leave the margin as it was."""
+    bt, _ = _bundle("cluster.low_oio", "two_threads", 0)
+    base = {"oio_per_vm": 8.0, "latency_ms": 0.4, "hybrid": 0.0, "oio_plateau_spread": 1.01}
+    flat = _low_oio_margin(bt, **base, closed_loop=0.0, inflight_spread=np.nan)
+    assert flat > 0.5
+    assert _low_oio_margin(bt, **base, closed_loop=0.0, inflight_spread=0.05) == pytest.approx(flat)
+    assert _low_oio_margin(bt, **base, closed_loop=0.0, inflight_spread=0.25) == pytest.approx(flat)
+    assert _low_oio_margin(bt, **base, closed_loop=0.0, inflight_spread=0.4) < 0
+    assert _low_oio_margin(bt, **(base | {"oio_plateau_spread": 1.3}), closed_loop=0.9, inflight_spread=0.4) < 0
+
+
 def test_a_hot_spot_that_began_late_serves_more_while_it_is_slow() -> None:
     """A hot spot from past the window's middle on: over the whole window its median I/O rate reads as
     its siblings' (the gate `hot_iops_vs_peers` vetoed it at 0.97), while at the steps of its own
