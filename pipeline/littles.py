@@ -46,6 +46,7 @@ class VmLoop:
 
 
 def _vm(e: PerfEntity, grid: Grid) -> VmLoop | None:
+    """The VM's loop over its active steps (iops and latency both seen, some I/O), or None: too few."""
     ways = [(f"iops{d}", f"latency{d}") for d in ("Read", "Write") if f"iops{d}" in e.metrics]
     ways = [(i, lat) for i, lat in ways if lat in e.metrics]
     if not ways:

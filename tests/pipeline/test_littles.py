@@ -117,3 +117,23 @@ def test_threads_hold_their_in_flight_level_still_where_latency_does_too() -> No
     assert inflight_spread(vm_loops([queued], GRID)) is None
     assert inflight_spread(vm_loops([*threads, queued], GRID)) == pytest.approx(spread)
     assert inflight_spread([]) is None
+
+
+def test_the_tensors_carry_the_vms_in_flight_spread_of_a_simulated_bundle() -> None:
+    """End to end through load_bundle: a two-thread benchmark's VMs hold their in-flight level within
+    the site's counter noise, a healthy mix of guests (the same seed's healthy bundle) does not; both
+    bundles carry the static as observed."""
+    from data.simulate.archive import tar_bytes
+    from data.simulate.generate import simulate_bundle
+    from pipeline import load_bundle
+    from pipeline.channels import KIND_STATIC
+
+    j = KIND_STATIC["cluster"].index("vm_inflight_spread")
+    read = []
+    for faults, causes in ((["cluster.low_oio"], ["cluster.low_oio:two_threads"]), ([], None)):
+        b = simulate_bundle("field", 41, 0, faults=faults, causes=causes)
+        kt = load_bundle(tar_bytes(b.files)).kinds["cluster"]
+        assert kt.static_mask[0, j]
+        read.append(float(kt.static[0, j]))
+    under_driven, healthy = read
+    assert under_driven < 0.15 and healthy > 0.25
