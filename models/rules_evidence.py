@@ -36,6 +36,7 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
     # uplink flat-topping at its line rate drops at the switch port too (an overrun, not a bad path)
     loss = nanmax(lvl(kt, "pnic.rxPacketsLossRate"), lvl(kt, "pnic.txPacketsLossRate"))
     drops = lvl(kt, "pnic.portRxDrops")
+    pause = lvl(kt, "pnic.pauseCount")  # flow-control pause frames per second: the link is saturated
     rx_pk = series(kt, "pnic.rxPackets")
     with np.errstate(all="ignore"):
         errs = nanmax(series(kt, "pnic.rxErr"), series(kt, "pnic.rxCrcErr"))
@@ -66,6 +67,7 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
         "loss_pct": loss - np.nanmedian(loss) if np.isfinite(loss).any() else loss,
         "host_loss_pct": h_loss_lent,
         "drops_pct": drops - np.nanmedian(drops) if np.isfinite(drops).any() else drops,
+        "pause_per_s": pause - np.nanmedian(pause) if np.isfinite(pause).any() else pause,
         "err_pct": err_pct,
         "rexmit_pct": rex,
         "esxtop_drop_pct": nanmax(lvl(kt, "esxtop.rx_drop_pct"), lvl(kt, "esxtop.tx_drop_pct")),

@@ -67,6 +67,30 @@ def test_loss_rule_fires_through_every_cause(cause: str) -> None:
     assert hits >= 6, (cause, hits)
 
 
+@pytest.mark.parametrize("cause", ["host_failure", "disk_failure", "policy_change", "rebalance"])
+def test_resync_rule_fires_through_every_cause(cause: str) -> None:
+    found = 0
+    for i in range(6):
+        bt, y = _bundle("cluster.resync", cause, i)
+        m = rule_margins(bt, THRESHOLDS)["cluster.resync"]
+        found += all(m[j] > 0 for j, cid in enumerate(bt.kinds["cluster"].ids) if y.get(cid) == "cluster.resync")
+    assert found == 6, (cause, found)
+
+
+def test_a_mild_rebalance_on_a_second_host_is_a_resync_and_the_benign_trickle_is_not() -> None:
+    """The mildest rebalance (~40 MB/s from a few groups) reads 10-20 MB/s on the second-busiest host,
+    where a bar of 20 missed 14 of 137 simulated resyncs; a healthy cluster's second host reads <= 3.7."""
+    bt, _ = _bundle("cluster.resync", "rebalance", 0)
+    ev = bundle_evidence(bt)
+
+    def margin(mbs: float) -> float:
+        ev["cluster"]["resync_mbs_2nd_host"] = np.full(len(bt.kinds["cluster"].ids), mbs)
+        return float(rule_margins(bt, THRESHOLDS, ev)["cluster.resync"][0])
+
+    assert margin(14.0) > 0.4
+    assert margin(3.7) < -1.0
+
+
 def test_margins_are_finite_and_capped() -> None:
     bt, _ = _bundle("net.packet_loss", "switch_overrun", 0)
     for fault, m in rule_margins(bt, THRESHOLDS).items():
@@ -210,6 +234,56 @@ def test_a_stepped_down_uplink_in_a_bundle_reaches_the_link_rule() -> None:
     ev = bundle_evidence(bt)["nic"]
     assert abs(ev["cap_mbs"][j] - 117.5) < 0.1 and ev["cap_held"][j] == 1.0 and ev["cap_before"][j] > 4
     assert rule_margins(bt, THRESHOLDS)["net.link_degraded"][j] > 0.5
+
+
+def _saturated(bt: BundleTensors, mbs: float, **sat: float) -> float:
+    """The link rule's margin for the first vSAN uplink, its speed unknown, its top `mbs` MB/s reached
+    at a few samples only and no busier than its peers (neither the flat-top nor the step-down check
+    fires), no loss, with the saturation evidence `sat` (drops_pct, pause_per_s, loss_pct...)."""
+    ev = bundle_evidence(bt)
+    nic = ev["nic"]
+    j = int(np.flatnonzero(nic["uplink"] > 0.5)[0])
+    base = {"speed_gbps": np.nan, "half_duplex": np.nan, "tput_top_mbs": mbs, "tput_at_top": 0.1,
+            "peer_top_mbs": mbs, "vsan_share": 1.0, "cap_mbs": np.nan, "cap_share": np.nan,
+            "cap_held": np.nan, "cap_before": np.nan, "drops_pct": 0.0, "pause_per_s": 0.0, "loss_pct": 0.0,
+            "host_loss_pct": 0.0, "rexmit_pct": 0.0, "err_pct": 0.0}  # fmt: skip
+    for k, v in {**base, **sat}.items():
+        nic[k] = nic[k].copy()
+        nic[k][j] = v
+    return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
+
+
+def test_an_uplink_saturated_at_a_link_rate_is_slow() -> None:
+    """faults.md: a slow link's "pauseCount may rise". A vSAN uplink at no more than 1 GbE's payload rate
+    whose switch port drops frames for it, or which sends pause frames, is saturated there: 11 of the 20
+    slow uplinks the rate checks missed on 800 simulated field bundles (seed 4), none of 536 healthy
+    ones. Loss or retransmits on it make it packet loss's finding; a 10 GbE link saturated at ~1 GB/s is
+    busy, not slow; without the counters there is no finding."""
+    bt, _ = _bundle("net.packet_loss", "switch_overrun", 0)
+    assert _saturated(bt, 117.5) < 0  # the rate alone: the flat-top and step-down checks' business
+    assert _saturated(bt, 117.5, pause_per_s=16.0) > 1.0
+    assert _saturated(bt, 11.8, drops_pct=0.4) > 0.5
+    assert _saturated(bt, 117.5, pause_per_s=16.0, loss_pct=1.0, rexmit_pct=0.8) < 0  # lossy: packet loss
+    assert _saturated(bt, 117.5, pause_per_s=16.0, host_loss_pct=0.5) < 0  # the host's stack loses them
+    assert _saturated(bt, 1100.0, pause_per_s=16.0) < 0  # saturated at 10 GbE's rate
+    assert _saturated(bt, 117.5, drops_pct=np.nan, pause_per_s=np.nan) < 0  # not collected
+
+
+def test_pause_frames_reach_the_evidence_over_the_clusters_usual_level() -> None:
+    """From the tensors: pauseCount, per second, over the median of the bundle's NICs."""
+    from pipeline.channels import KIND_CHANNELS, LOG_SCALED
+
+    bt, _ = _bundle("net.packet_loss", "switch_overrun", 0)
+    nic = bt.kinds["nic"]
+    j = int(np.flatnonzero(bundle_evidence(bt)["nic"]["uplink"] > 0.5)[0])
+    c = KIND_CHANNELS["nic"].index("pnic.pauseCount")
+    nic.mask[:, c] = False
+    assert np.isnan(bundle_evidence(bt)["nic"]["pause_per_s"]).all()  # not collected: not observed
+    nic.values[:, c] = np.log1p(0.5) if LOG_SCALED["nic"][c] else 0.5  # the usual trickle of pause frames
+    nic.values[j, c] = np.log1p(25.0) if LOG_SCALED["nic"][c] else 25.0
+    nic.mask[:, c] = True
+    pause = bundle_evidence(bt)["nic"]["pause_per_s"]
+    assert abs(pause[j] - 24.5) < 0.01 and np.allclose(np.delete(pause, j), 0.0)
 
 
 def _slow(bt: BundleTensors, **disk: float) -> float:
