@@ -4,8 +4,9 @@
         [--seed 3]
 
 Loads the ensemble a `vsandx train` run saved under DATA/runs/*/ensemble (the newest), takes its CNN
-members and its prior (the last member), and scores the ensemble with the prior at each weight (0: the
-CNNs alone; `0.5@cluster=2`: 0.5, but 2 on cluster components) on the run's field test set (the
+members, its prior (the member after them) and any members voting on some kinds only (TrainConfig's
+kind_members, kept at their served weights), and scores the ensemble with the prior at each weight (0:
+without it; `0.5@cluster=2`: 0.5, but 2 on cluster components) on the run's field test set (the
 dataset of field bundles with that seed, already built by the run). Prints exact match and the faults
 whose recall falls below 1 per weight.
 """
@@ -23,6 +24,7 @@ sys.path.insert(0, str(REPO))
 from bench_calibration import champion, run_set  # noqa: E402
 from bench_generalise import combination  # noqa: E402
 
+from models.cnn import CNNDiagnoser  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
 from models.metrics import exact_match, per_fault  # noqa: E402
 from training.datasets import load_dataset  # noqa: E402
@@ -38,17 +40,16 @@ def main() -> int:
     ens = champion(root)
     ens = getattr(ens, "base_", ens)  # the served model is calibrated; its ensemble lies one level down
     assert isinstance(ens, EnsembleDiagnoser) and len(ens.models_) > 1, f"{root}: no prior beside the CNNs"
-    cnns, prior = ens.models_[:-1], ens.models_[-1]
+    k = sum(isinstance(m, CNNDiagnoser) for m in ens.models_)
+    cnns, prior, others = ens.models_[:k], ens.models_[k], ens.models_[k + 1 :]
+    served = {kd: list(v[k + 1 :]) for kd, v in (ens.kind_weights or {}).items()}  # the other members' weights
     X, y = load_dataset(run_set(root, args.seed))
-    k = len(cnns)
     for entry in args.weights.split(","):
         _, (w,), by_kind = combination(f"prior*{entry}")  # "0.5@cluster=2": 0.5, but 2 on clusters
         cnn_w = [1.0 / k] * k
-        model = (
-            EnsembleDiagnoser.of([*cnns, prior], [*cnn_w, w], {kd: [*cnn_w, *v] for kd, v in by_kind.items()})
-            if w or by_kind
-            else EnsembleDiagnoser.of(cnns)
-        )
+        rest = list(ens.weights[k + 1 :])
+        kinds = {kd: [*cnn_w, by_kind.get(kd, [w])[0], *served.get(kd, rest)] for kd in {*by_kind, *served}}
+        model = EnsembleDiagnoser.of([*cnns, prior, *others], [*cnn_w, w, *rest], kinds)
         pred = model.predict(X)
         low = {f: round(v["recall"], 2) for f, v in per_fault(y, pred).items() if v["support"] and v["recall"] < 1}
         em = round(exact_match(y, pred), 3)

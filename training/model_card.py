@@ -42,7 +42,17 @@ def model_card(
     training configuration, whose few headline values are quoted."""
     lines = [f"# Model card: {name}", "", "## Intended use", "", INTENDED_USE, "", "## Training data", ""]
     lines += [f"- **{k}**: {v}" for k, v in data.items()]
-    shown = ("families", "samples", "max_epochs", "top_k", "priors", "prior_weight", "prior_kind_weight", "seed")
+    shown = (
+        "families",
+        "samples",
+        "max_epochs",
+        "top_k",
+        "priors",
+        "prior_weight",
+        "prior_kind_weight",
+        "kind_members",
+        "seed",
+    )
     lines += ["", "Configuration: " + ", ".join(f"{k} = {config[k]}" for k in shown if k in config) + ".",
               f"Pipeline schema: `{SCHEMA_VERSION}`.", "", "## Test results (field test set)", "",
               f"Served: **{served.name}**, exact match {_pct(served.exact_match)} (every component of a bundle "

@@ -127,14 +127,21 @@ def served_ensemble(
 ) -> Diagnoser:
     """What is served: the top-k CNNs' average, beside each model of `cfg.priors` fitted on the same
     training bundles (the CNN group weighs 1 in all, each prior `cfg.prior_weight`, or
-    `cfg.prior_kind_weight[kind]` on that kind's components), its scores
+    `cfg.prior_kind_weight[kind]` on that kind's components) and each model of `cfg.kind_members`,
+    fitted alike, voting on its kinds only; its scores
     calibrated on the validation bundles `val` unless `cfg.calibration` is "none", with the
     out-of-distribution check (models.ood: ranges from X, threshold from `val`) beside the maps."""
-    priors = [create_model(name).fit(X, y) for name in cfg.priors]
+    extra = sorted({name for by_name in cfg.kind_members.values() for name in by_name})
+    fitted = [create_model(name).fit(X, y) for name in (*cfg.priors, *extra)]
     k = len(members)
-    cnns = [1.0 / k] * k
-    by_kind = {kind: cnns + [w] * len(priors) for kind, w in cfg.prior_kind_weight.items()}
-    ens = EnsembleDiagnoser.of([*members, *priors], cnns + [cfg.prior_weight] * len(priors), by_kind)
+
+    def weights(kind: str | None) -> list[float]:
+        prior = cfg.prior_kind_weight.get(kind, cfg.prior_weight) if kind else cfg.prior_weight
+        own = cfg.kind_members.get(kind, {}) if kind else {}
+        return [1.0 / k] * k + [prior] * len(cfg.priors) + [own.get(name, 0.0) for name in extra]
+
+    by_kind = {kind: weights(kind) for kind in sorted({*cfg.prior_kind_weight, *cfg.kind_members})}
+    ens = EnsembleDiagnoser.of([*members, *fitted], weights(None), by_kind)
     if cfg.calibration == "none":
         return ens
     return CalibratedDiagnoser.of(ens, cfg.calibration).calibrate(*val).fit_outliers(X, val[0])
@@ -181,6 +188,7 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
         ensemble = served_ensemble(members, cfg, X, y, (Xv, yv))
         members_fit_s = sum(t.metrics.get("fit_seconds", 0.0) for t in top)  # the ensemble's training time
         served = "cnn-ensemble" + "".join(f" + {p}" for p in cfg.priors)
+        served += "".join(f" + {m} ({kind})" for kind, by_name in sorted(cfg.kind_members.items()) for m in by_name)
         scores = [score_model(served, "cnn-ensemble", ensemble, Xt, yt, members_fit_s + time.perf_counter() - t0)]
         if cfg.priors:  # the CNNs alone, for comparison
             scores.append(

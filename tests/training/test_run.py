@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from data.simulate.runner import simulate_many
@@ -79,14 +80,17 @@ def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) 
     champ = Tracker(settings.data_dir).champion(settings.registered_model)
     assert champ is not None and champ.version == "1"
     names = [s.name for s in done.scores]
-    assert names[0] == "cnn-ensemble + rules" and {"svm", "logreg", "mlp", "mnb", "minirocket"} <= set(names)
+    assert names[0] == "cnn-ensemble + rules + mlp (disk)" and {"svm", "logreg", "mlp", "mnb", "minirocket"} <= set(
+        names
+    )
     assert "cnn-ensemble alone" in names  # the CNNs without the rules beside them, for comparison
     served = Predictor.load(None, settings).model
     assert isinstance(served, CalibratedDiagnoser) and served.summary()  # scores calibrated on the val set
     ens = served.base_
-    assert isinstance(ens, EnsembleDiagnoser) and ens.models_[-1].name == "rules"
-    k = len(ens.models_) - 1
-    assert list(ens.weights) == [1.0 / k] * k + [0.5]  # the CNNs weigh 1 in all, the rules 0.5
+    assert isinstance(ens, EnsembleDiagnoser) and [m.name for m in ens.models_[-2:]] == ["rules", "mlp"]
+    k = len(ens.models_) - 2
+    assert list(ens.weights) == [1.0 / k] * k + [0.5, 0.0]  # the CNNs weigh 1 in all, the rules 0.5
+    assert ens.kind_weights["disk"] == [1.0 / k] * k + [0.5, 1.0]  # the mlp votes on disks only
     text = done.report.read_text()
     assert served.conformal_  # and the calibration scores behind its review sets travelled with it
     sections = ("## Field test set", "## Per-fault recall", "## Calibration", "## Needs review", "## Never seen this",
@@ -218,11 +222,26 @@ def test_served_ensemble_weighs_the_priors_per_kind() -> None:
         assert isinstance(comps, dict)
         y.append(dict(comps))
     members = [create_model("rules", slope=1.0, calibrate=False).fit(X, y)] * 2
-    cfg = TrainConfig(lab=2, varied=0, calibration="none", prior_weight=0.5, prior_kind_weight={"cluster": 2.0})
+    cfg = TrainConfig(
+        lab=2, varied=0, calibration="none", prior_weight=0.5, prior_kind_weight={"cluster": 2.0}, kind_members={}
+    )
     ens = served_ensemble(members, cfg, X, y, (X, y))
     assert isinstance(ens, EnsembleDiagnoser)
     assert list(ens.weights) == [0.5, 0.5, 0.5] and ens.kind_weights == {"cluster": [0.5, 0.5, 2.0]}
-    # the default make run trains with: the rules weigh as the CNNs on clusters, half elsewhere
+    # the default make run trains with: the rules weigh as the CNNs on clusters and NICs, half elsewhere,
+    # and the mlp votes on disks only, as much as the CNNs
     default = served_ensemble(members, TrainConfig(lab=2, varied=0, calibration="none"), X, y, (X, y))
-    assert isinstance(default, EnsembleDiagnoser)
-    assert list(default.weights) == [0.5, 0.5, 0.5] and default.kind_weights == {"cluster": [0.5, 0.5, 1.0]}
+    assert isinstance(default, EnsembleDiagnoser) and [m.name for m in default.models_] == [
+        "rules", "rules", "rules", "mlp"
+    ]  # fmt: skip
+    assert list(default.weights) == [0.5, 0.5, 0.5, 0.0]
+    assert default.kind_weights == {
+        "cluster": [0.5, 0.5, 1.0, 0.0], "disk": [0.5, 0.5, 0.5, 1.0], "nic": [0.5, 0.5, 1.0, 0.0]
+    }  # fmt: skip
+    rules, mlp = (m.predict_proba(X) for m in default.models_[2:])
+    served = default.predict_proba(X)
+    for b, bt in enumerate(X):  # a disk's scores: the weighted average; a NIC's leave the mlp out
+        d, n = bt.kinds["disk"].ids[0], bt.kinds["nic"].ids[0]
+        want = (0.5 * members[0].predict_proba(X)[b][d] * 2 + 0.5 * rules[b][d] + mlp[b][d]) / 2.5
+        assert np.allclose(served[b][d], want)
+        assert np.allclose(served[b][n], (0.5 * members[0].predict_proba(X)[b][n] * 2 + rules[b][n]) / 2.0)
