@@ -125,6 +125,28 @@ def _flat_top(bt: BundleTensors, top: float, peers: float) -> float:
     return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
 
 
+def test_a_management_port_at_its_own_rated_speed_is_no_slow_link() -> None:
+    """A 1 GbE port (rated 1 GbE, at 1 Gb/s) carrying a fifth of an idle host's vSAN trickle is the host's
+    management port, not a degraded vSAN uplink: 5 of the lab set's 5 false link findings and a healthy
+    quick-preset test bundle called faulty once the rules weighed as the CNNs on NICs. Below its own
+    rating, or as the host's vSAN uplink, the same speed still fires."""
+    bt, _ = _bundle("net.packet_loss", "switch_overrun", 0)
+    ev = bundle_evidence(bt)
+    nic = ev["nic"]
+    j = int(np.flatnonzero(nic["uplink"] < 0.5)[0])
+
+    def margin(**v: float) -> float:
+        for k, x in {"speed_gbps": 1.0, "design_gbps": 25.0, "vsan_share": 0.27, "half_duplex": 0.0, **v}.items():
+            nic[k] = nic[k].copy()
+            nic[k][j] = x
+        return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
+
+    assert margin(rated_gbps=1.0) < 0
+    assert margin(rated_gbps=25.0) > 3.0  # a 25 GbE port at 1 Gb/s
+    assert margin(rated_gbps=np.nan) > 3.0  # its rating unknown: the design decides, as before
+    assert margin(rated_gbps=1.0, uplink=1.0, vsan_share=0.9) > 3.0  # the vSAN uplink itself is a 1 GbE port
+
+
 def test_flat_top_at_a_link_rate_fires_clearly_and_only_there() -> None:
     """1 GbE's payload ceiling (~117 MB/s) and 100 Mb/s' (~12 MB/s) are bands, not distances: at the
     canonical 117.5 MB/s the rule used to fire by 0.09 (log2 125/117.5) and its calibration dropped it.
