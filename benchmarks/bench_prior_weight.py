@@ -7,8 +7,8 @@ Loads the ensemble a `vsandx train` run saved under DATA/runs/*/ensemble (the ne
 members, its prior (the member after them) and any members voting on some kinds only (TrainConfig's
 kind_members, kept at their served weights), and scores the ensemble with the prior at each weight (0:
 without it; `0.5@cluster=2`: 0.5, but 2 on cluster components) on the run's field test set (the
-dataset of field bundles with that seed, already built by the run). Prints exact match and the faults
-whose recall falls below 1 per weight.
+dataset of field bundles with that seed, already built by the run). Prints exact match, the share of
+healthy bundles called healthy and the faults whose recall falls below 1 per weight.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from models.cnn import CNNDiagnoser  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
 from models.metrics import exact_match, per_fault  # noqa: E402
 from training.datasets import load_dataset  # noqa: E402
+from training.fitting import is_faulty  # noqa: E402
 
 
 def main() -> int:
@@ -53,7 +54,10 @@ def main() -> int:
         pred = model.predict(X)
         low = {f: round(v["recall"], 2) for f, v in per_fault(y, pred).items() if v["support"] and v["recall"] < 1}
         em = round(exact_match(y, pred), 3)
-        print(json.dumps({"prior": prior.name, "weight": entry, "n": len(X), "exact_match": em, "recall_below_1": low}))
+        healthy = [not is_faulty(p) for p, t in zip(pred, y, strict=True) if not is_faulty(t)]
+        print(json.dumps({"prior": prior.name, "weight": entry, "n": len(X), "exact_match": em,
+                          "healthy_all_none": round(sum(healthy) / max(1, len(healthy)), 3),
+                          "recall_below_1": low}))  # fmt: skip
     return 0
 
 
