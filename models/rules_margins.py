@@ -1,4 +1,5 @@
-"""faults.md's signatures as rules: each fault's *margin* per component, from named thresholds.
+"""faults.md's signatures as rules: each fault's *margin* per component, from named thresholds
+(models/rules_thresholds.py, each with where it comes from).
 
 Every rule reads the measures of models/rules_evidence.py (physical units, peer-relative where faults.md
 says "one component standing out") and gives a margin: log2 of how far the evidence lies past its

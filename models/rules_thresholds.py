@@ -46,7 +46,9 @@ THRESHOLDS: Final[dict[str, float]] = {
     # field bundles (seed 4, speed unknown): 21 of 24 slow uplinks at such a rate, 0 of 536 healthy.
     "sat_drops_pct": 0.1,
     "sat_pause_per_s": 1.0,
-    "uplink_share": 0.2,  # a NIC carrying this share of its host's vSAN traffic is a vSAN uplink
+    # a NIC carrying this share of its host's vSAN traffic is a vSAN uplink, unless it runs at its own
+    # rated speed (a 1 GbE management port on an idle host) and is not the host's main one
+    "uplink_share": 0.2,
     # host.cpu_contention. esxtop %RDY > 5 % per vCPU is worth a look, > 10 % degrades (VMware KB
     # 1017926 and common guidance); faults.md: readyPct > 5-10 % with pcpuUtilPct near 100.
     "ready_pct": 5.0,
