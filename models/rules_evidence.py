@@ -43,12 +43,12 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
         err_pct = level(100 * errs / np.where(rx_pk > 1, rx_pk, np.nan), 90)
     # the host's TCP view (retransmits, receive errors), per-mille -> percent, lent to its vSAN uplink only
     h_rex = nanmax(lvl(host, "net.tcpTxRexmitRate"), lvl(host, "net.tcpRxErrRate"))
-    h_rex_rel = h_rex - np.nanmedian(h_rex) if np.isfinite(h_rex).any() else h_rex
+    h_rex_rel = _over_usual(h_rex)
     hi = kt.host_index
     rex = np.where(uplink & (hi >= 0), h_rex_rel[np.clip(hi, 0, None)] if len(h_rex) else NAN, NAN)
     # the host's vSAN vmknic loses packets its uplink never counts where the host's own stack drops them
     h_loss = nanmax(lvl(host, "net.rxPacketsLossRate"), lvl(host, "net.txPacketsLossRate"))
-    h_loss_rel = h_loss - np.nanmedian(h_loss) if np.isfinite(h_loss).any() else h_loss
+    h_loss_rel = _over_usual(h_loss)
     h_loss_lent = np.where(uplink & (hi >= 0), h_loss_rel[np.clip(hi, 0, None)] if len(h_loss) else NAN, NAN)
     tput = nanmax(series(kt, "pnic.rxThroughput"), series(kt, "pnic.txThroughput"))  # MB/s
     top = level(tput, 99)
@@ -64,10 +64,10 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
         # uplink whose speed is known runs at 1 Gb/s too (the design speed then reads 1 Gb/s)
         "rated_gbps": rated,
         "half_duplex": np.where(np.isfinite(duplex), (duplex < 0.5) & uplink, NAN),
-        "loss_pct": loss - np.nanmedian(loss) if np.isfinite(loss).any() else loss,
+        "loss_pct": _over_usual(loss),
         "host_loss_pct": h_loss_lent,
-        "drops_pct": drops - np.nanmedian(drops) if np.isfinite(drops).any() else drops,
-        "pause_per_s": pause - np.nanmedian(pause) if np.isfinite(pause).any() else pause,
+        "drops_pct": _over_usual(drops),
+        "pause_per_s": _over_usual(pause),
         "err_pct": err_pct,
         "rexmit_pct": rex,
         "esxtop_drop_pct": nanmax(lvl(kt, "esxtop.rx_drop_pct"), lvl(kt, "esxtop.tx_drop_pct")),
@@ -106,6 +106,11 @@ def _cap(x: np.ndarray) -> dict[str, np.ndarray]:
     out["cap_held"][rows] = (at & after).sum(axis=1) / (ok & after).sum(axis=1)
     out["cap_before"][rows] = before / cap
     return out
+
+
+def _over_usual(x: np.ndarray) -> np.ndarray:
+    """Each component's level over the bundle's usual one (the median of those observed); NaN stays NaN."""
+    return x - np.nanmedian(x) if np.isfinite(x).any() else x
 
 
 def _others_max(x: np.ndarray) -> np.ndarray:

@@ -135,13 +135,13 @@ def served_ensemble(
     fitted = [create_model(name).fit(X, y) for name in (*cfg.priors, *extra)]
     k = len(members)
 
-    def weights(kind: str | None) -> list[float]:
-        prior = cfg.prior_kind_weight.get(kind, cfg.prior_weight) if kind else cfg.prior_weight
-        own = cfg.kind_members.get(kind, {}) if kind else {}
+    def weights(kind: str = "") -> list[float]:  # "": every kind not named
+        own = cfg.kind_members.get(kind, {})
+        prior = cfg.prior_kind_weight.get(kind, cfg.prior_weight)
         return [1.0 / k] * k + [prior] * len(cfg.priors) + [own.get(name, 0.0) for name in extra]
 
     by_kind = {kind: weights(kind) for kind in sorted({*cfg.prior_kind_weight, *cfg.kind_members})}
-    ens = EnsembleDiagnoser.of([*members, *fitted], weights(None), by_kind)
+    ens = EnsembleDiagnoser.of([*members, *fitted], weights(), by_kind)
     if cfg.calibration == "none":
         return ens
     return CalibratedDiagnoser.of(ens, cfg.calibration).calibrate(*val).fit_outliers(X, val[0])

@@ -111,18 +111,24 @@ def test_named_margins_are_computed_once_per_bundle_object() -> None:
     assert custom is not first  # other thresholds are computed afresh
 
 
+def _link_margin(bt: BundleTensors, uplink: bool, nic: dict[str, float]) -> float:
+    """The link rule's margin for the first NIC that is (or is not) its host's vSAN uplink, with its
+    evidence set to `nic`, the rest of the bundle as read."""
+    ev = bundle_evidence(bt)
+    n = ev["nic"]
+    j = int(np.flatnonzero((n["uplink"] > 0.5) == uplink)[0])
+    for k, v in nic.items():
+        n[k] = n[k].copy()
+        n[k][j] = v
+    return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
+
+
 def _flat_top(bt: BundleTensors, top: float, peers: float) -> float:
     """The link rule's margin for the first vSAN uplink, its speed unknown, flat at `top` MB/s for the
     whole window while the busiest other uplink carries `peers` MB/s."""
-    ev = bundle_evidence(bt)
-    nic = ev["nic"]
-    j = int(np.flatnonzero(nic["uplink"] > 0.5)[0])
-    for k, v in {"speed_gbps": np.nan, "half_duplex": np.nan, "tput_top_mbs": top, "tput_at_top": 1.0,
-                 "peer_top_mbs": peers, "vsan_share": 1.0, "cap_mbs": top, "cap_share": 1.0, "cap_held": 1.0,
-                 "cap_before": 0.0}.items():  # fmt: skip
-        nic[k] = nic[k].copy()
-        nic[k][j] = v
-    return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
+    return _link_margin(bt, True, {"speed_gbps": np.nan, "half_duplex": np.nan, "tput_top_mbs": top,
+                                   "tput_at_top": 1.0, "peer_top_mbs": peers, "vsan_share": 1.0, "cap_mbs": top,
+                                   "cap_share": 1.0, "cap_held": 1.0, "cap_before": 0.0})  # fmt: skip
 
 
 def test_a_management_port_at_its_own_rated_speed_is_no_slow_link() -> None:
@@ -131,15 +137,10 @@ def test_a_management_port_at_its_own_rated_speed_is_no_slow_link() -> None:
     quick-preset test bundle called faulty once the rules weighed as the CNNs on NICs. Below its own
     rating, or as the host's vSAN uplink, the same speed still fires."""
     bt, _ = _bundle("net.packet_loss", "switch_overrun", 0)
-    ev = bundle_evidence(bt)
-    nic = ev["nic"]
-    j = int(np.flatnonzero(nic["uplink"] < 0.5)[0])
 
-    def margin(**v: float) -> float:
-        for k, x in {"speed_gbps": 1.0, "design_gbps": 25.0, "vsan_share": 0.27, "half_duplex": 0.0, **v}.items():
-            nic[k] = nic[k].copy()
-            nic[k][j] = x
-        return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
+    def margin(**v: float) -> float:  # a port that is not its host's vSAN uplink, at 1 Gb/s
+        return _link_margin(bt, False, {"speed_gbps": 1.0, "design_gbps": 25.0, "vsan_share": 0.27,
+                                        "half_duplex": 0.0, **v})  # fmt: skip
 
     assert margin(rated_gbps=1.0) < 0
     assert margin(rated_gbps=25.0) > 3.0  # a 25 GbE port at 1 Gb/s
@@ -211,16 +212,10 @@ def _step_down(bt: BundleTensors, cap: float, share: float, held: float, before:
     """The link rule's margin for the first vSAN uplink, its speed unknown, its peers carrying no more
     than it ever did: `share` of the window at a ceiling of `cap` MB/s, `held` of the samples from the
     step on at it, `before` times the ceiling carried before the step."""
-    ev = bundle_evidence(bt)
-    nic = ev["nic"]
-    j = int(np.flatnonzero(nic["uplink"] > 0.5)[0])
     top = cap * max(before, 1.0)
-    for k, v in {"speed_gbps": np.nan, "half_duplex": np.nan, "tput_top_mbs": top, "tput_at_top": 0.1,
-                 "peer_top_mbs": top, "vsan_share": 1.0, "cap_mbs": cap, "cap_share": share, "cap_held": held,
-                 "cap_before": before}.items():  # fmt: skip
-        nic[k] = nic[k].copy()
-        nic[k][j] = v
-    return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
+    return _link_margin(bt, True, {"speed_gbps": np.nan, "half_duplex": np.nan, "tput_top_mbs": top,
+                                   "tput_at_top": 0.1, "peer_top_mbs": top, "vsan_share": 1.0, "cap_mbs": cap,
+                                   "cap_share": share, "cap_held": held, "cap_before": before})  # fmt: skip
 
 
 def test_a_step_down_to_a_link_rate_fires_where_the_whole_window_top_did_not() -> None:
@@ -262,17 +257,11 @@ def _saturated(bt: BundleTensors, mbs: float, **sat: float) -> float:
     """The link rule's margin for the first vSAN uplink, its speed unknown, its top `mbs` MB/s reached
     at a few samples only and no busier than its peers (neither the flat-top nor the step-down check
     fires), no loss, with the saturation evidence `sat` (drops_pct, pause_per_s, loss_pct...)."""
-    ev = bundle_evidence(bt)
-    nic = ev["nic"]
-    j = int(np.flatnonzero(nic["uplink"] > 0.5)[0])
     base = {"speed_gbps": np.nan, "half_duplex": np.nan, "tput_top_mbs": mbs, "tput_at_top": 0.1,
             "peer_top_mbs": mbs, "vsan_share": 1.0, "cap_mbs": np.nan, "cap_share": np.nan,
             "cap_held": np.nan, "cap_before": np.nan, "drops_pct": 0.0, "pause_per_s": 0.0, "loss_pct": 0.0,
             "host_loss_pct": 0.0, "rexmit_pct": 0.0, "err_pct": 0.0}  # fmt: skip
-    for k, v in {**base, **sat}.items():
-        nic[k] = nic[k].copy()
-        nic[k][j] = v
-    return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
+    return _link_margin(bt, True, {**base, **sat})
 
 
 def test_an_uplink_saturated_at_a_link_rate_is_slow() -> None:
@@ -289,6 +278,7 @@ def test_an_uplink_saturated_at_a_link_rate_is_slow() -> None:
     assert _saturated(bt, 117.5, pause_per_s=16.0, host_loss_pct=0.5) < 0  # the host's stack loses them
     assert _saturated(bt, 1100.0, pause_per_s=16.0) < 0  # saturated at 10 GbE's rate
     assert _saturated(bt, 117.5, drops_pct=np.nan, pause_per_s=np.nan) < 0  # not collected
+    assert _saturated(bt, np.nan, pause_per_s=16.0) < 0  # no throughput collected: no rate to be at
 
 
 def test_pause_frames_reach_the_evidence_over_the_clusters_usual_level() -> None:

@@ -238,10 +238,9 @@ def test_served_ensemble_weighs_the_priors_per_kind() -> None:
     assert default.kind_weights == {
         "cluster": [0.5, 0.5, 1.0, 0.0], "disk": [0.5, 0.5, 0.5, 1.0], "nic": [0.5, 0.5, 1.0, 0.0]
     }  # fmt: skip
-    rules, mlp = (m.predict_proba(X) for m in default.models_[2:])
+    cnn, rules, mlp = (m.predict_proba(X) for m in default.models_[1:])
     served = default.predict_proba(X)
     for b, bt in enumerate(X):  # a disk's scores: the weighted average; a NIC's leave the mlp out
         d, n = bt.kinds["disk"].ids[0], bt.kinds["nic"].ids[0]
-        want = (0.5 * members[0].predict_proba(X)[b][d] * 2 + 0.5 * rules[b][d] + mlp[b][d]) / 2.5
-        assert np.allclose(served[b][d], want)
-        assert np.allclose(served[b][n], (0.5 * members[0].predict_proba(X)[b][n] * 2 + rules[b][n]) / 2.0)
+        assert np.allclose(served[b][d], (cnn[b][d] + 0.5 * rules[b][d] + mlp[b][d]) / 2.5)
+        assert np.allclose(served[b][n], (cnn[b][n] + rules[b][n]) / 2.0)
