@@ -3,8 +3,10 @@ it; PostgreSQL by URL. Migrations (alembic, service/store/migrations) run when t
 
 from __future__ import annotations
 
+import fcntl
 import logging
 from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,14 +17,19 @@ from sqlalchemy.orm import Session, sessionmaker
 from vsandx.settings import ServiceSettings
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+MIGRATION_LOCK_KEY = 0x7653414E  # PostgreSQL advisory lock held while one process migrates
 T = TypeVar("T")
+
+
+def _sqlite_path(url: str) -> Path | None:
+    path = url.split("///", 1)[-1]
+    return Path(path) if url.startswith("sqlite") and path and path != ":memory:" else None
 
 
 def make_engine(url: str, **kw: Any) -> Engine:
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
-        if path and path != ":memory:":
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        if (path := _sqlite_path(url)) is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, **kw)
 
         @event.listens_for(engine, "connect")
@@ -37,8 +44,27 @@ def make_engine(url: str, **kw: Any) -> Engine:
     return create_engine(url, pool_pre_ping=True, **kw)
 
 
+@contextmanager
+def _sqlite_migration_lock(url: str) -> Iterator[None]:
+    """An exclusive lock on a file beside the database while one process migrates it. pysqlite opens no
+    transaction before a SELECT or a CREATE, so two processes starting on a new database (the API and
+    its workers) both read "no revision" and the second CREATE TABLE failed ("table bundles already
+    exists"); SQLite databases are local files, so a file lock orders them."""
+    path = _sqlite_path(url)
+    if path is None:
+        yield
+        return
+    with open(path.with_name(path.name + ".migrate-lock"), "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest revision (idempotent; safe from several processes)."""
+    """Bring the schema to the newest revision (idempotent; processes starting together on one database
+    take turns: a file lock on SQLite, a transaction-scoped advisory lock on PostgreSQL)."""
     from alembic import command
     from alembic.config import Config
 
@@ -46,7 +72,9 @@ def migrate(engine: Engine) -> None:
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as conn:
+    with _sqlite_migration_lock(str(engine.url)), engine.begin() as conn:
+        if engine.dialect.name == "postgresql":
+            conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
 
