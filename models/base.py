@@ -111,11 +111,6 @@ class Diagnoser(Estimator):
     def _set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         raise NotImplementedError
 
-    def abstains(self, X: Sequence[BundleTensors]) -> list[set[str]] | None:
-        """Per bundle, the components this model has no say on (an ensemble averages the other members
-        there); None: it speaks for every component (every learnt model)."""
-        return None
-
     # -- shared behaviour --------------------------------------------------------------------------
     def predict(self, X: Sequence[BundleTensors]) -> list[dict[str, str]]:
         """The most probable label of every component (argmax of predict_proba)."""

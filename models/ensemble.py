@@ -70,20 +70,19 @@ class EnsembleDiagnoser(Diagnoser):
     def predict_proba(self, X: Sequence[BundleTensors]) -> list[Proba]:
         check_is_fitted(self)
         per_model = [m.predict_proba(X) for m in self.models_]
-        # (members, bundles): the components each member has no say on (the rules where a bundle holds no
-        # evidence either way); the others share its weight there
-        silent = [m.abstains(X) or [set()] * len(X) for m in self.models_]
         w = self._checked(self.weights if len(self.weights) else [1.0] * len(self.models_))
         by_kind = {k: self._checked(v) for k, v in (self.kind_weights or {}).items()}
         out = []
         for b in range(len(X)):
-            probs = {}
-            for cid in per_model[0][b]:
-                wc = by_kind.get(kind_of(cid), w) if by_kind else w
-                heard = np.where([cid in s[b] for s in silent], 0.0, wc)
-                wc = heard if heard.sum() > 0 else wc  # every weighted member silent: as if none were
-                probs[cid] = np.average([pm[b][cid] for pm in per_model], axis=0, weights=wc)
-            out.append(probs)
+            ids = per_model[0][b].keys()
+            out.append(
+                {
+                    cid: np.average(
+                        [pm[b][cid] for pm in per_model], axis=0, weights=by_kind.get(kind_of(cid), w) if by_kind else w
+                    )
+                    for cid in ids
+                }
+            )
         return out
 
     def _checked(self, weights: Sequence[float]) -> np.ndarray:

@@ -19,7 +19,7 @@ import numpy as np
 from models.base import KIND_LABELS, Diagnoser, Labels, Proba, check_Xy, expand_proba, kind_targets
 from models.estimator import check_is_fitted
 from models.registry import register_model
-from models.rules_margins import CAP, THRESHOLDS, named_margins, named_observed, observed_margins, rule_margins
+from models.rules_margins import THRESHOLDS, named_margins, rule_margins
 from pipeline.tensors import BundleTensors
 from vsandx.faults import COMPONENT_KINDS, FAULTS
 
@@ -55,25 +55,6 @@ class RulesDiagnoser(Diagnoser):
         """Each bundle's rule margins (fault id -> (n components of its kind,)): the readable evidence."""
         th = self.thresholds_ if hasattr(self, "thresholds_") else self._resolved()
         return [named_margins(bt) if th == THRESHOLDS else rule_margins(bt, th) for bt in X]
-
-    def abstains(self, X: Sequence[BundleTensors]) -> list[set[str]]:
-        """Per bundle, the components where one of their kind's rules has no evidence either way (a vSAN
-        uplink with no nicinfo that never carried a link rate's traffic) and no other rule fires: there
-        the -CAP a missing rule reads as is no verdict, and an ensemble leaves the rules out rather than
-        let them outvote a model that did see something. A rule that fires keeps the rules' say."""
-        th = self.thresholds_ if hasattr(self, "thresholds_") else self._resolved()
-        out = []
-        for bt in X:
-            mg = named_observed(bt) if th == THRESHOLDS else observed_margins(bt, th)
-            blind: set[str] = set()
-            for kind in COMPONENT_KINDS:
-                ids = bt.kinds[kind].ids
-                if ids:
-                    m = np.stack([mg[f] for f in KIND_LABELS[kind][1:]])  # (faults, components)
-                    silent = np.isnan(m).any(0) & ~(np.nan_to_num(m, nan=-CAP) > 0).any(0)
-                    blind.update(c for c, u in zip(ids, silent, strict=True) if u)
-            out.append(blind)
-        return out
 
     def fit(
         self,

@@ -26,7 +26,7 @@ from models.rules_evidence import Evidence, bundle_evidence
 from models.rules_thresholds import THRESHOLDS
 from pipeline.tensors import BundleTensors
 
-__all__ = ["CAP", "THRESHOLDS", "named_margins", "named_observed", "observed_margins", "rule_margins"]
+__all__ = ["CAP", "THRESHOLDS", "named_margins", "rule_margins"]
 
 CAP: Final = 4.0  # margins are clipped to +-CAP (log2: 16x past or short of a threshold)
 
@@ -99,14 +99,7 @@ def _pos(m: np.ndarray) -> np.ndarray:
 
 
 def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None = None) -> dict[str, np.ndarray]:
-    """Per fault id, its rule's margin for each component of the fault's kind ((n,) float64, no NaN: a
-    rule the bundle cannot show reads as not firing, -CAP)."""
-    return {f: np.nan_to_num(m, nan=-CAP) for f, m in observed_margins(bt, th, ev).items()}
-
-
-def observed_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None = None) -> dict[str, np.ndarray]:
-    """rule_margins before the unobserved become -CAP: NaN where the bundle holds no evidence either way
-    for that rule on that component (models.rules.RulesDiagnoser.abstains)."""
+    """Per fault id, its rule's margin for each component of the fault's kind ((n,) float64, no NaN)."""
     ev = ev if ev is not None else bundle_evidence(bt)
     n, h, g, d, c = (ev[k] for k in ("nic", "host", "diskgroup", "disk", "cluster"))
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -146,14 +139,7 @@ def observed_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | 
         by_rate = np.where(
             (n["uplink"] > 0.5) & np.isnan(n["speed_gbps"]), any_of(flat_top, stepped, saturated), np.nan
         )
-        # an uplink that never carried as much as either link rate's band tells nothing of its speed
-        # (a 1 GbE link carrying 50 MB/s does not flat-top): no finding and no say against one
-        busiest = np.fmax(top, cap)
-        idle = (busiest < th["gbe_floor_mbs"]) & ~_band(busiest, th["fe_floor_mbs"], th["fe_top_mbs"])
-        by_rate = np.where(idle & ~(by_rate > 0), np.nan, by_rate)
     link = any_of(up(slow, th["speed_ratio"]), np.where(n["half_duplex"] > 0.5, CAP, np.nan), by_rate)
-    # a port carrying no share of its host's vSAN traffic cannot slow vSAN down: a no, not an unknown
-    link = np.where(np.isnan(link) & (n["vsan_share"] < th["uplink_share"]), -CAP, link)
     # the loss rates and the host's retransmits must agree where both are collected; port drops count
     # only where loss rates are not collected (an uplink at line rate overruns the switch port too)
     loss = any_of(
@@ -225,17 +211,11 @@ def observed_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | 
         "cluster.resync": resync,
         "cluster.low_oio": low_oio,
     }
-    return {f: np.clip(m, -CAP, CAP) for f, m in out.items()}
-
-
-@per_bundle
-def named_observed(bt: BundleTensors) -> dict[str, np.ndarray]:
-    """observed_margins at the named THRESHOLDS, computed once per bundle object."""
-    return observed_margins(bt, THRESHOLDS)
+    return {f: np.clip(np.nan_to_num(m, nan=-CAP), -CAP, CAP) for f, m in out.items()}
 
 
 @per_bundle
 def named_margins(bt: BundleTensors) -> dict[str, np.ndarray]:
     """rule_margins at the named THRESHOLDS, computed once per bundle object: the learnt models' rule
     columns (models/features.py) and the `rules` member beside them in the served ensemble read these."""
-    return {f: np.nan_to_num(m, nan=-CAP) for f, m in named_observed(bt).items()}
+    return rule_margins(bt, THRESHOLDS)

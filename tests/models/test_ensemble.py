@@ -4,7 +4,6 @@ through a save and load (the served model: the CNNs beside the expert rules, tra
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -85,35 +84,3 @@ def test_a_kind_may_weigh_the_members_its_own_way(
                 assert np.allclose(p, wa * pa[i][cid] + (1 - wa) * pb[i][cid]), cid
     with pytest.raises(ValueError, match="do not fit"):
         EnsembleDiagnoser.of([a, b], kind_weights={"cluster": [1.0]}).predict_proba(X)
-
-
-class _Silent(Diagnoser):
-    """A fitted member with no say on the components named."""
-
-    def __init__(self, inner: Diagnoser, silent: frozenset[str] = frozenset()) -> None:
-        self.inner, self.silent = inner, silent
-        self.fitted_ = True
-
-    def predict_proba(self, X: Sequence[BundleTensors]) -> list[Proba]:
-        return self.inner.predict_proba(X)
-
-    def abstains(self, X: Sequence[BundleTensors]) -> list[set[str]]:
-        return [set(self.silent) for _ in X]
-
-
-def test_a_member_with_no_say_on_a_component_leaves_it_to_the_others(
-    data: tuple[list[BundleTensors], list[dict[str, str]]], pair: Pair
-) -> None:
-    """Where a member abstains (the rules on an uplink they cannot read) the others' weighted average is
-    the ensemble's; where every weighted member abstains, the weights as given (no NaN, no division by 0)."""
-    X, _ = data
-    a, b, pa, pb = pair
-    nic = next(c for c in pa[0] if c.startswith("nic:"))
-    ens = EnsembleDiagnoser.of([a, _Silent(b, frozenset({nic}))], [3.0, 1.0])
-    got = ens.predict_proba(X)
-    for i in range(len(X)):
-        for cid, p in got[i].items():
-            want = pa[i][cid] if cid == nic else 0.75 * pa[i][cid] + 0.25 * pb[i][cid]
-            assert np.allclose(p, want), cid
-    only = EnsembleDiagnoser.of([a, _Silent(b, frozenset({nic}))], [0.0, 1.0]).predict_proba(X)
-    assert np.allclose(only[0][nic], pb[0][nic])

@@ -9,11 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from models import rules as rules_module
 from models.base import load_model
 from models.registry import create_model, list_models
 from models.rules import MAX_SHIFT, THRESHOLDS, RulesDiagnoser, _fit_logistic, rule_margins
-from models.rules_margins import CAP
 from vsandx.faults import FAULTS
 
 from .conftest import LabData
@@ -122,16 +120,3 @@ def test_a_model_saved_before_a_threshold_was_named_loads_with_its_named_value(l
 def test_unknown_threshold_is_an_error(lab: LabData) -> None:
     with pytest.raises(ValueError, match="unknown rule thresholds"):
         create_model("rules", thresholds={"nope": 1.0}).fit(lab.X[:2], lab.y[:2])
-
-
-def test_the_rules_abstain_where_a_rule_is_blind_and_none_fires(lab: LabData, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A NIC whose link rule has no evidence either way (NaN) and where no rule fires is one the rules
-    have no say on; blind on the link but finding packet loss, they keep it; seeing everything, too."""
-    bt = lab.X[0]
-    nics = bt.kinds["nic"].ids
-    mg = {f: np.full(len(bt.kinds[spec.kind].ids), -CAP) for f, spec in FAULTS.items()}
-    mg["net.link_degraded"][:2] = np.nan
-    mg["net.packet_loss"][1] = 2.0
-    monkeypatch.setattr(rules_module, "named_observed", lambda _bt: mg)
-    assert RulesDiagnoser().abstains([bt, bt]) == [{nics[0]}, {nics[0]}]
-    assert create_model("logreg").abstains([bt]) is None  # a learnt model speaks for every component

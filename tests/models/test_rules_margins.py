@@ -3,19 +3,15 @@ simulator renders it with, and the under-driven cluster's rule reads the benchma
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import pytest
 
 from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
 from models.rules_evidence import bundle_evidence
-from models.rules_margins import CAP, THRESHOLDS, observed_margins, rule_margins
+from models.rules_margins import THRESHOLDS, rule_margins
 from pipeline import load_bundle
 from pipeline.tensors import BundleTensors
-
-Margins = Callable[..., dict[str, np.ndarray]]
 
 
 def _bundle(fault: str, cause: str, index: int) -> tuple[BundleTensors, dict[str, str]]:
@@ -115,7 +111,7 @@ def test_named_margins_are_computed_once_per_bundle_object() -> None:
     assert custom is not first  # other thresholds are computed afresh
 
 
-def _link_margin(bt: BundleTensors, uplink: bool, nic: dict[str, float], margins: Margins = rule_margins) -> float:
+def _link_margin(bt: BundleTensors, uplink: bool, nic: dict[str, float]) -> float:
     """The link rule's margin for the first NIC that is (or is not) its host's vSAN uplink, with its
     evidence set to `nic`, the rest of the bundle as read."""
     ev = bundle_evidence(bt)
@@ -124,7 +120,7 @@ def _link_margin(bt: BundleTensors, uplink: bool, nic: dict[str, float], margins
     for k, v in nic.items():
         n[k] = n[k].copy()
         n[k][j] = v
-    return float(margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
+    return float(rule_margins(bt, THRESHOLDS, ev)["net.link_degraded"][j])
 
 
 def _flat_top(bt: BundleTensors, top: float, peers: float) -> float:
@@ -162,25 +158,6 @@ def test_flat_top_at_a_link_rate_fires_clearly_and_only_there() -> None:
     assert _flat_top(bt, 11.8, 60.0) > 1.0
     assert _flat_top(bt, 50.0, 500.0) < 0  # no link rate flat-tops at 50 MB/s
     assert _flat_top(bt, 117.5, 130.0) < 0  # the peers carry as little: the load, not the link
-
-
-def test_an_uplink_that_never_carried_a_link_rate_says_nothing_of_its_speed() -> None:
-    """Its nicinfo missing (a host bundle not uploaded), a 1 GbE uplink carrying 50 MB/s never flat-tops:
-    the rule has no evidence either way (NaN before the unobserved read as -CAP), and the rules leave the
-    verdict to the ensemble's others (models.rules.RulesDiagnoser.abstains): as a confident "healthy" at
-    the CNNs' weight they had outvoted a half-duplex uplink the CNNs and the mlp found (the quick
-    champion's test bundle 78). An uplink that carried more than 1 GbE's rate is a no; saturated (pause
-    frames) at 50 MB/s it fires; a port with no share of its host's vSAN traffic is a no."""
-    bt, _ = _bundle("net.packet_loss", "switch_overrun", 0)
-    idle = {"speed_gbps": np.nan, "half_duplex": np.nan, "vsan_share": 1.0, "tput_top_mbs": 50.0, "tput_at_top": 0.1,
-            "peer_top_mbs": 200.0, "cap_mbs": np.nan, "cap_share": np.nan, "cap_held": np.nan, "cap_before": np.nan,
-            "drops_pct": 0.0, "pause_per_s": 0.0}  # fmt: skip
-    assert np.isnan(_link_margin(bt, True, idle, observed_margins))
-    assert _link_margin(bt, True, idle) == -CAP  # what the rules alone and the learnt models' features read
-    assert -CAP <= _link_margin(bt, True, idle | {"tput_top_mbs": 300.0}, observed_margins) < 0
-    assert _link_margin(bt, True, idle | {"pause_per_s": 5.0}, observed_margins) > 0
-    off = {"speed_gbps": np.nan, "half_duplex": np.nan, "vsan_share": 0.0}
-    assert _link_margin(bt, False, off, observed_margins) == -CAP
 
 
 def test_one_thread_on_one_disk_is_not_on_the_rules_edge() -> None:
