@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import URL, Engine, create_engine, event, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 from vsandx.settings import ServiceSettings
@@ -21,13 +21,15 @@ MIGRATION_LOCK_KEY = 0x7653414E  # PostgreSQL advisory lock held while one proce
 T = TypeVar("T")
 
 
-def _sqlite_path(url: str) -> Path | None:
-    path = url.split("///", 1)[-1]
-    return Path(path) if url.startswith("sqlite") and path and path != ":memory:" else None
+def _sqlite_path(url: str | URL) -> Path | None:
+    """The file of a SQLite database URL (its query string apart); None for an in-memory one or another
+    database."""
+    u = make_url(url)
+    return Path(u.database) if u.get_backend_name() == "sqlite" and u.database not in (None, "", ":memory:") else None
 
 
 def make_engine(url: str, **kw: Any) -> Engine:
-    if url.startswith("sqlite"):
+    if make_url(url).get_backend_name() == "sqlite":
         if (path := _sqlite_path(url)) is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, **kw)
@@ -45,7 +47,7 @@ def make_engine(url: str, **kw: Any) -> Engine:
 
 
 @contextmanager
-def _sqlite_migration_lock(url: str) -> Iterator[None]:
+def _sqlite_migration_lock(url: URL) -> Iterator[None]:
     """An exclusive lock on a file beside the database while one process migrates it. pysqlite opens no
     transaction before a SELECT or a CREATE, so two processes starting on a new database (the API and
     its workers) both read "no revision" and the second CREATE TABLE failed ("table bundles already
@@ -72,7 +74,7 @@ def migrate(engine: Engine) -> None:
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
-    with _sqlite_migration_lock(str(engine.url)), engine.begin() as conn:
+    with _sqlite_migration_lock(engine.url), engine.begin() as conn:
         if engine.dialect.name == "postgresql":
             conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})")
         cfg.attributes["connection"] = conn

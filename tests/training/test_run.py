@@ -238,6 +238,7 @@ def test_served_ensemble_weighs_the_priors_per_kind() -> None:
     assert default.kind_weights == {
         "cluster": [0.5, 0.5, 1.0, 0.0], "disk": [0.5, 0.5, 0.5, 1.0], "nic": [0.5, 0.5, 1.0, 0.0]
     }  # fmt: skip
+    # the two CNN stand-ins are one model: their 0.5 + 0.5 is one whole vote of it
     cnn, rules, mlp = (m.predict_proba(X) for m in default.models_[1:])
     served = default.predict_proba(X)
     for b, bt in enumerate(X):  # a disk's scores: the weighted average; a NIC's leave the mlp out

@@ -57,3 +57,13 @@ def test_processes_starting_together_on_a_new_postgresql_schema() -> None:
     with pg_schema() as url:
         assert _migrate_together(url) == []
         assert {"bundles", "jobs", "diagnoses", "alembic_version"} <= _tables(url)
+
+
+def test_the_migration_lock_sits_beside_the_database_file_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lock (and the folder made for the database) follow the URL's file, not its text: a query
+    string is no part of the name, and an in-memory database leaves no file in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    Database("sqlite://").dispose()
+    Database("sqlite:///var/vsandx.db?timeout=5").dispose()  # relative, as the default ./var is
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["var"]
+    assert sorted(p.name for p in (tmp_path / "var").iterdir()) == ["vsandx.db", "vsandx.db.migrate-lock"]
