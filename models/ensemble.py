@@ -19,6 +19,7 @@ import numpy as np
 
 from models.base import Diagnoser, Labels, Proba, check_Xy
 from models.estimator import check_is_fitted
+from models.features import hold_features
 from models.registry import create_model, register_model
 from pipeline.tensors import BundleTensors
 from vsandx.components import kind_of
@@ -69,7 +70,11 @@ class EnsembleDiagnoser(Diagnoser):
 
     def predict_proba(self, X: Sequence[BundleTensors]) -> list[Proba]:
         check_is_fitted(self)
-        per_model = [m.predict_proba(X) for m in self.models_]
+        # every member reads each bundle's engineered rows and rule margins: kept for the whole list, not
+        # the memo's last 16 bundles, which a list of more had evicted before the next member came to it
+        # (the quick champion's four members computed the rules' evidence four times a bundle)
+        with hold_features(len(X)):
+            per_model = [m.predict_proba(X) for m in self.models_]
         w = self._checked(self.weights if len(self.weights) else [1.0] * len(self.models_))
         by_kind = {k: self._checked(v) for k, v in (self.kind_weights or {}).items()}
         out = []

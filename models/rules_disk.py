@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.rules_read import NAN, events, lvl, nanmax, peer_median, series, static
+from models.rules_read import NAN, events, level, lvl, nanmax, peer_median, row_median, series, static
 from pipeline.tensors import BundleTensors, KindTensors
 
 
@@ -51,13 +51,15 @@ def _iops_when_slow(kt: KindTensors, ladder: tuple[np.ndarray, ...]) -> np.ndarr
     rd = np.fmax(series(kt, "disk.latencyDevRead"), series(kt, "disk.latencyRead"))
     io = series(kt, "disk.iopsDevRead") + series(kt, "disk.iopsDevWrite")
     io = np.where(np.isfinite(io), io, series(kt, "esxtop.cmds"))
+    with np.errstate(invalid="ignore"):
+        slow = rd >= level(rd, 80)[:, None]  # (n, T) each disk's top fifth of read latency
+    mine = row_median(np.where(slow, io, np.nan))
     out = np.full(len(kt.ids), NAN)
     for groups in ladder:
         for j in np.flatnonzero(np.isnan(out) & (groups >= 0) & np.isfinite(rd).any(axis=1)):
             peers = np.flatnonzero((groups == groups[j]) & (np.arange(len(out)) != j))
-            slow = rd[j] >= np.nanpercentile(rd[j], 80)
-            theirs = np.nanmedian(io[peers][:, slow], axis=0) if len(peers) else np.full(1, NAN)
-            out[j] = np.nanmedian(io[j][slow]) / max(float(np.nanmedian(theirs)), 1e-3)
+            theirs = row_median(io[peers][:, slow[j]].T) if len(peers) else np.full(1, NAN)
+            out[j] = mine[j] / max(float(row_median(theirs[None, :])[0]), 1e-3)
     return out
 
 

@@ -18,7 +18,7 @@ import warnings
 import numpy as np
 
 from models.rules_disk import disk_evidence
-from models.rules_read import NAN, events, level, lvl, nanmax, peer_median, series, static
+from models.rules_read import NAN, events, level, lvl, nanmax, peer_median, row_median, series, static
 from pipeline.tensors import BundleTensors
 
 Evidence = dict[str, dict[str, np.ndarray]]  # kind -> measure name -> (n_components,) float64
@@ -96,7 +96,7 @@ def _cap(x: np.ndarray) -> dict[str, np.ndarray]:
     if not rows.any():
         return out
     x, ok, flat = x[rows], ok[rows], flat[rows]
-    cap = np.nanmedian(np.where(flat, x, np.nan), axis=1)
+    cap = row_median(np.where(flat, x, np.nan))
     with np.errstate(invalid="ignore"):
         at = ok & (np.abs(x - cap[:, None]) <= 0.02 * cap[:, None])
     after = np.arange(T)[None, :] >= np.argmax(at & flat, axis=1)[:, None]

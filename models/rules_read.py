@@ -24,12 +24,38 @@ def series(kt: KindTensors, channel: str) -> np.ndarray:
 
 
 def level(x: np.ndarray, q: float) -> np.ndarray:
-    """(n, T) -> (n,): the q-th percentile over observed steps; NaN for a row never observed."""
+    """(n, T) -> (n,): the q-th percentile over observed steps; NaN for a row never observed.
+
+    np.nanpercentile(x, q, axis=1) value for value (its linear interpolation, its t >= 0.5 branch), on
+    one sort of the whole array: nanpercentile goes row by row through apply_along_axis where a row
+    holds a NaN, and the rules read ~80 levels a bundle (0.05 s of 0.07 before this)."""
     out = np.full(x.shape[0], np.nan)
     ok = np.isfinite(x).any(axis=1)
     if ok.any():
-        out[ok] = np.nanpercentile(x[ok], q, axis=1)
+        s = np.sort(x[ok], axis=1)  # (m, T), NaN last
+        n = (~np.isnan(s)).sum(axis=1)
+        virt = (n - 1) * (q / 100)
+        lo = np.floor(virt)
+        t = virt - lo
+        last = virt >= n - 1
+        rows = np.arange(len(s))
+        a = s[rows, np.where(last, n - 1, lo).astype(np.intp)]
+        b = s[rows, np.where(last, n - 1, lo + 1).astype(np.intp)]
+        with np.errstate(invalid="ignore"):
+            d = b - a
+            out[ok] = np.where(t >= 0.5, b - d * (1 - t), a + d * t)
     return out
+
+
+def row_median(x: np.ndarray) -> np.ndarray:
+    """(n, T) -> (n,): np.nanmedian(x, axis=1) value for value (NaN for a row with none), on one sort."""
+    if not x.shape[1]:
+        return np.full(len(x), np.nan)
+    s = np.sort(x, axis=1)  # NaN last
+    n = (~np.isnan(s)).sum(axis=1)
+    rows = np.arange(len(s))
+    lo, hi = s[rows, np.maximum(n - 1, 0) // 2], s[rows, n // 2]
+    return np.where(n == 0, np.nan, np.where(n % 2 == 1, lo, (lo + hi) / 2))
 
 
 def lvl(kt: KindTensors, channel: str, q: float = 90.0) -> np.ndarray:
@@ -50,11 +76,11 @@ def peer_median(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
     out = np.full(len(x), np.nan)
     for g in np.unique(groups[groups >= 0]):
         rows = np.flatnonzero(groups == g)
-        for r in rows:
-            others = x[rows[rows != r]]
-            others = others[np.isfinite(others)]
-            if len(others):
-                out[r] = np.median(others)
+        others = np.tile(x[rows], (len(rows), 1))  # (r, r): row i holds the group, itself blanked
+        np.fill_diagonal(others, np.nan)
+        with np.errstate(invalid="ignore"):
+            others[~np.isfinite(others)] = np.nan
+        out[rows] = row_median(others)
     return out
 
 

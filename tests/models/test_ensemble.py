@@ -3,6 +3,7 @@ through a save and load (the served model: the CNNs beside the expert rules, tra
 
 from __future__ import annotations
 
+import copy
 import io
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from data.simulate.generate import simulate_bundle
 from models.base import Diagnoser, Proba, load_model
 from models.ensemble import EnsembleDiagnoser
 from models.registry import create_model
+from models.rules_margins import named_margins
 from pipeline.api import load_bundle
 from pipeline.tensors import BundleTensors
 
@@ -84,3 +86,23 @@ def test_a_kind_may_weigh_the_members_its_own_way(
                 assert np.allclose(p, wa * pa[i][cid] + (1 - wa) * pb[i][cid]), cid
     with pytest.raises(ValueError, match="do not fit"):
         EnsembleDiagnoser.of([a, b], kind_weights={"cluster": [1.0]}).predict_proba(X)
+
+
+def test_members_read_each_bundle_once_however_many_are_scored(
+    data: tuple[list[BundleTensors], list[dict[str, str]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The members share each bundle's rule margins over the whole list: 40 bundles, more than the
+    memo keeps between calls (16), were read four times by the quick champion's four members."""
+    X, y = data
+    many = [copy.copy(X[i % len(X)]) for i in range(40)]  # 40 distinct objects: the memo keys on identity
+    calls: list[int] = []
+    fn = named_margins.fn
+
+    def counted(bt: BundleTensors) -> object:
+        calls.append(id(bt))
+        return fn(bt)
+
+    monkeypatch.setattr(named_margins, "fn", counted)
+    ens = EnsembleDiagnoser.of([create_model("rules").fit(X, y), create_model("rules", slope=1.0).fit(X, y)])
+    ens.predict_proba(many)
+    assert len(calls) == len(set(calls)) == 40
