@@ -73,15 +73,9 @@ def nanmax(*xs: np.ndarray) -> np.ndarray:
 
 def peer_median(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Each row's median over the *other* rows of its group with a value (NaN: no such peer; group -1: none)."""
-    out = np.full(len(x), np.nan)
-    for g in np.unique(groups[groups >= 0]):
-        rows = np.flatnonzero(groups == g)
-        others = np.tile(x[rows], (len(rows), 1))  # (r, r): row i holds the group, itself blanked
-        np.fill_diagonal(others, np.nan)
-        with np.errstate(invalid="ignore"):
-            others[~np.isfinite(others)] = np.nan
-        out[rows] = row_median(others)
-    return out
+    peer = (groups[:, None] == groups[None, :]) & (groups[:, None] >= 0) & np.isfinite(x)[None, :]
+    np.fill_diagonal(peer, False)
+    return row_median(np.where(peer, x[None, :], np.nan))  # (n, n): row i holds i's peers' values
 
 
 def static(kt: KindTensors, name: str) -> np.ndarray:
