@@ -1,14 +1,17 @@
 """The rules' weight beside the CNNs, on a trained champion: the same members re-weighted, no training.
 
     .venv/bin/python benchmarks/bench_prior_weight.py --data var/quick-v2 [--weights 0,0.25,0.5,1,0.5@cluster=2]
-        [--seed 3]
+        [--seed 3] [--kind-member disk=1.5]
 
 Loads the ensemble a `vsandx train` run saved under DATA/runs/*/ensemble (the newest), takes its CNN
 members, its prior (the member after them) and any members voting on some kinds only (TrainConfig's
 kind_members, kept at their served weights), and scores the ensemble with the prior at each weight (0:
 without it; `0.5@cluster=2`: 0.5, but 2 on cluster components) on the run's field test set (the
 dataset of field bundles with that seed, already built by the run). Prints exact match, the share of
-healthy bundles called healthy and the faults whose recall falls below 1 per weight.
+healthy bundles called healthy and the faults whose recall falls below 1 per weight. `--kind-member
+disk=1.5` weighs the members voting on disks only at 1.5 there instead of their served weight (the mlp's
+weight on disks; give --weights the served prior weight to vary that alone). `--seed 2` scores the
+validation set instead.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from bench_generalise import combination  # noqa: E402
 
 from models.cnn import CNNDiagnoser  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
+from models.features import hold_features  # noqa: E402
 from models.metrics import exact_match, per_fault  # noqa: E402
 from training.datasets import load_dataset  # noqa: E402
 from training.fitting import is_faulty  # noqa: E402
@@ -36,6 +40,8 @@ def main() -> int:
     ap.add_argument("--data", required=True, help="the VSANDX_DATA_DIR of a `vsandx train` run")
     ap.add_argument("--weights", default="0,0.25,0.5,1")
     ap.add_argument("--seed", type=int, default=3, help="seed of the run's field test set (seed*10+3; 3 for seed 0)")
+    ap.add_argument("--kind-member", action="append", default=[], metavar="KIND=W",
+                    help="weigh the members voting on KIND only at W there (repeatable)")  # fmt: skip
     args = ap.parse_args()
     root = Path(args.data)
     ens = champion(root)
@@ -44,20 +50,23 @@ def main() -> int:
     k = sum(isinstance(m, CNNDiagnoser) for m in ens.models_)
     cnns, prior, others = ens.models_[:k], ens.models_[k], ens.models_[k + 1 :]
     served = {kd: list(v[k + 1 :]) for kd, v in (ens.kind_weights or {}).items()}  # the other members' weights
+    for kd, _, kw in (x.partition("=") for x in args.kind_member):
+        # a kind member weighs 0 everywhere but on its kinds: those weights are the ones to change
+        served[kd] = [float(kw) if base == 0 else v for v, base in zip(served[kd], ens.weights[k + 1 :], strict=True)]
     X, y = load_dataset(run_set(root, args.seed))
-    for entry in args.weights.split(","):
-        _, (w,), by_kind = combination(f"prior*{entry}")  # "0.5@cluster=2": 0.5, but 2 on clusters
-        cnn_w = [1.0 / k] * k
-        rest = list(ens.weights[k + 1 :])
-        kinds = {kd: [*cnn_w, by_kind.get(kd, [w])[0], *served.get(kd, rest)] for kd in {*by_kind, *served}}
-        model = EnsembleDiagnoser.of([*cnns, prior, *others], [*cnn_w, w, *rest], kinds)
-        pred = model.predict(X)
-        low = {f: round(v["recall"], 2) for f, v in per_fault(y, pred).items() if v["support"] and v["recall"] < 1}
-        em = round(exact_match(y, pred), 3)
-        healthy = [not is_faulty(p) for p, t in zip(pred, y, strict=True) if not is_faulty(t)]
-        print(json.dumps({"prior": prior.name, "weight": entry, "n": len(X), "exact_match": em,
-                          "healthy_all_none": round(sum(healthy) / max(1, len(healthy)), 3),
-                          "recall_below_1": low}))  # fmt: skip
+    cnn_w, rest = [1.0 / k] * k, list(ens.weights[k + 1 :])
+    with hold_features(len(X)):  # each bundle's features and margins once for every weight
+        for entry in args.weights.split(","):
+            _, (w,), by_kind = combination(f"prior*{entry}")  # "0.5@cluster=2": 0.5, but 2 on clusters
+            kinds = {kd: [*cnn_w, by_kind.get(kd, [w])[0], *served.get(kd, rest)] for kd in {*by_kind, *served}}
+            model = EnsembleDiagnoser.of([*cnns, prior, *others], [*cnn_w, w, *rest], kinds)
+            pred = model.predict(X)
+            low = {f: round(v["recall"], 2) for f, v in per_fault(y, pred).items() if v["support"] and v["recall"] < 1}
+            healthy = [not is_faulty(p) for p, t in zip(pred, y, strict=True) if not is_faulty(t)]
+            print(json.dumps({"prior": prior.name, "weight": entry, "kind_member": args.kind_member, "n": len(X),
+                              "exact_match": round(exact_match(y, pred), 4),
+                              "healthy_all_none": round(sum(healthy) / max(1, len(healthy)), 3),
+                              "recall_below_1": low}))  # fmt: skip
     return 0
 
 
