@@ -48,6 +48,9 @@ class TrainConfig:
     # bundles, 0.935 against 0.940 on its 200 validation ones), and on leave-one-cause-out it read
     # 0.933 / 0.928 against 0.926 / 0.927 beside the same CNNs and the rules above (1,000 bundles a fold,
     # 849e9ad; 0.918 / 0.925 against 0.912 / 0.924 at {"cluster": 1}). The mlp on every kind: 0.912 / 0.915.
+    # Heavier on disks, fresh networks on fbbb54b: 0.937 / 0.935 at 1, 0.939 / 0.934 at 1.5, 0.940 / 0.933
+    # at 2 (fold 1's held-out hot spots 0.98 -> 0.93), a wash; in distribution +3 bundles of 400 on the
+    # standard champion, none on the quick one's 200.
     kind_members: dict[str, dict[str, float]] = field(default_factory=lambda: {"disk": {"mlp": 1.0}})
     # The served scores are calibrated per component kind on the validation bundles (models.calibration):
     # temperature (the default: it never changes a verdict) | isotonic | auto | none. Isotonic maps and
