@@ -35,12 +35,21 @@ from training.datasets import load_dataset  # noqa: E402
 from training.fitting import is_faulty  # noqa: E402
 
 
+def _kind_weight(text: str) -> str:
+    _, _, w = text.partition("=")
+    try:
+        float(w)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: want KIND=WEIGHT, e.g. disk=1.5") from None
+    return text
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, help="the VSANDX_DATA_DIR of a `vsandx train` run")
     ap.add_argument("--weights", default="0,0.25,0.5,1")
     ap.add_argument("--seed", type=int, default=3, help="seed of the run's field test set (seed*10+3; 3 for seed 0)")
-    ap.add_argument("--kind-member", action="append", default=[], metavar="KIND=W",
+    ap.add_argument("--kind-member", action="append", default=[], metavar="KIND=W", type=_kind_weight,
                     help="weigh the members voting on KIND only at W there (repeatable)")  # fmt: skip
     args = ap.parse_args()
     root = Path(args.data)
@@ -51,6 +60,9 @@ def main() -> int:
     cnns, prior, others = ens.models_[:k], ens.models_[k], ens.models_[k + 1 :]
     served = {kd: list(v[k + 1 :]) for kd, v in (ens.kind_weights or {}).items()}  # the other members' weights
     for kd, _, kw in (x.partition("=") for x in args.kind_member):
+        if kd not in served:
+            own = ", ".join(sorted(served))
+            ap.error(f"--kind-member {kd}={kw}: {kd} has no weights of its own in this ensemble (these do: {own})")
         # a kind member weighs 0 everywhere but on its kinds: those weights are the ones to change
         served[kd] = [float(kw) if base == 0 else v for v, base in zip(served[kd], ens.weights[k + 1 :], strict=True)]
     X, y = load_dataset(run_set(root, args.seed))

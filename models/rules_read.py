@@ -37,10 +37,9 @@ def level(x: np.ndarray, q: float) -> np.ndarray:
         virt = (n - 1) * (q / 100)
         lo = np.floor(virt)
         t = virt - lo
-        last = virt >= n - 1
         rows = np.arange(len(s))
-        a = s[rows, np.where(last, n - 1, lo).astype(np.intp)]
-        b = s[rows, np.where(last, n - 1, lo + 1).astype(np.intp)]
+        a = s[rows, lo.astype(np.intp)]
+        b = s[rows, np.minimum(lo + 1, n - 1).astype(np.intp)]  # at the top (q = 100, one value): a itself
         with np.errstate(invalid="ignore"):
             d = b - a
             out[ok] = np.where(t >= 0.5, b - d * (1 - t), a + d * t)
@@ -72,10 +71,25 @@ def nanmax(*xs: np.ndarray) -> np.ndarray:
 
 
 def peer_median(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Each row's median over the *other* rows of its group with a value (NaN: no such peer; group -1: none)."""
-    peer = (groups[:, None] == groups[None, :]) & (groups[:, None] >= 0) & np.isfinite(x)[None, :]
-    np.fill_diagonal(peer, False)
-    return row_median(np.where(peer, x[None, :], np.nan))  # (n, n): row i holds i's peers' values
+    """Each row's median over the *other* rows of its group with a value (NaN: no such peer; group -1: none).
+
+    One sort a group, each row's own value skipped by index: memory stays linear in the group, which
+    the ladder's last rung makes the whole bundle (up to max_components disks of a hostile upload)."""
+    out = np.full(len(x), np.nan)
+    for g in np.unique(groups[groups >= 0]):
+        rows = np.flatnonzero(groups == g)
+        fin = np.isfinite(x[rows])
+        order = np.argsort(np.where(fin, x[rows], np.inf), kind="stable")[: fin.sum()]
+        v = x[rows][order]  # the group's values, ascending
+        if not len(v):
+            continue
+        own = np.full(len(rows), len(v))  # each row's place in v; past the end where it has no value
+        own[order] = np.arange(len(v))
+        n = len(v) - (own < len(v))  # its peers with a value
+        mid = np.stack([np.maximum(n - 1, 0) // 2, n // 2])  # (2, rows): the middle pair among its peers
+        lo, hi = v[np.minimum(np.where(mid >= own, mid + 1, mid), len(v) - 1)]  # its own value skipped
+        out[rows] = np.where(n == 0, np.nan, np.where(n % 2 == 1, lo, (lo + hi) / 2))
+    return out
 
 
 def static(kt: KindTensors, name: str) -> np.ndarray:

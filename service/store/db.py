@@ -29,8 +29,9 @@ def _sqlite_path(url: str | URL) -> Path | None:
 
 
 def make_engine(url: str, **kw: Any) -> Engine:
-    if make_url(url).get_backend_name() == "sqlite":
-        if (path := _sqlite_path(url)) is not None:
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite":
+        if (path := _sqlite_path(u)) is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, **kw)
 
