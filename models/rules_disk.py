@@ -6,7 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from models.rules_read import NAN, events, level, lvl, nanmax, peer_median, row_median, series, static
+from models.rules_read import (
+    NAN,
+    events,
+    level,
+    lvl,
+    nanmax,
+    peer_median,
+    peer_step_median,
+    row_median,
+    series,
+    static,
+)
 from pipeline.tensors import BundleTensors, KindTensors
 
 
@@ -50,16 +61,24 @@ def _iops_when_slow(kt: KindTensors, ladder: tuple[np.ndarray, ...]) -> np.ndarr
     the whole window, the median rate of one that began late reads as its siblings')."""
     rd = np.fmax(series(kt, "disk.latencyDevRead"), series(kt, "disk.latencyRead"))
     io = series(kt, "disk.iopsDevRead") + series(kt, "disk.iopsDevWrite")
-    io = np.where(np.isfinite(io), io, series(kt, "esxtop.cmds"))
+    return rate_when_slow(rd, np.where(np.isfinite(io), io, series(kt, "esxtop.cmds")), ladder)
+
+
+def rate_when_slow(rd: np.ndarray, io: np.ndarray, ladder: tuple[np.ndarray, ...]) -> np.ndarray:
+    """(n, T) read latency and I/O rate -> (n,): the median rate at a disk's slow steps over the median,
+    across those steps, of its siblings' median rate at each (the first rung of the ladder with any)."""
     with np.errstate(invalid="ignore"):
         slow = rd >= level(rd, 80)[:, None]  # (n, T) each disk's top fifth of read latency
     mine = row_median(np.where(slow, io, np.nan))
-    out = np.full(len(kt.ids), NAN)
+    seen = np.isfinite(rd).any(axis=1)
+    out = np.full(len(rd), NAN)
     for groups in ladder:
-        for j in np.flatnonzero(np.isnan(out) & (groups >= 0) & np.isfinite(rd).any(axis=1)):
-            peers = np.flatnonzero((groups == groups[j]) & (np.arange(len(out)) != j))
-            theirs = row_median(io[peers][:, slow[j]].T) if len(peers) else np.full(1, NAN)
-            out[j] = mine[j] / max(float(row_median(theirs[None, :])[0]), 1e-3)
+        todo = np.isnan(out) & (groups >= 0) & seen
+        if todo.any():
+            wanted = np.where(np.isin(groups, groups[todo]), groups, -1)  # the groups of a disk to do
+            theirs = row_median(np.where(slow, peer_step_median(io, wanted), np.nan))
+            with np.errstate(invalid="ignore"):
+                out = np.where(todo, mine / np.maximum(theirs, 1e-3), out)
     return out
 
 

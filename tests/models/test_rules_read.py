@@ -4,11 +4,12 @@
 from __future__ import annotations
 
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
 
-from models.rules_read import level, peer_median, row_median
+from models.rules_read import level, peer_median, peer_step_median, row_median
 
 
 def _rows(seed: int) -> np.ndarray:
@@ -74,3 +75,34 @@ def test_peer_median_memory_is_linear_in_the_group() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 2_000_000
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_peer_step_median_is_the_nanmedian_of_the_others_at_each_step(seed: int) -> None:
+    x = _rows(seed)
+    rng = np.random.default_rng(seed)
+    groups = rng.integers(-1, 5, size=len(x))
+    groups[:4] = 7  # rows 5-11 (never observed, one value, +-inf, ties) spread over the others
+    groups[59] = 9  # a group of one: no peer
+    got = peer_step_median(x, groups)
+    for r in range(len(x)):
+        others = x[(groups == groups[r]) & (np.arange(len(x)) != r)]
+        if groups[r] < 0 or not len(others):
+            assert np.isnan(got[r]).all(), r
+            continue
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # steps no peer observed
+            want = np.nanmedian(others, axis=0)
+        assert np.array_equal(got[r], want, equal_nan=True), r
+
+
+def test_peer_step_median_memory_is_linear_in_the_group() -> None:
+    """4,096 disks in one group, 180 steps: the (n, T) sort and its indices, not a table per disk."""
+    x = np.random.default_rng(5).lognormal(size=(4096, 180))
+    tracemalloc.start()
+    try:
+        peer_step_median(x, np.zeros(4096, np.int64))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * x.nbytes  # 73 MB measured; a float64 (n, n, T) table of peers would be 24 GB
