@@ -107,7 +107,7 @@ def build(
     workers = workers or os.cpu_count() or 1
     t0 = time.perf_counter()
     with tqdm(total=spec.n, desc=f"dataset {spec.profile}", unit="bundle", disable=not progress) as bar:
-        if workers <= 1 or spec.n < 4:
+        if workers <= 1 or spec.n < 4 or mp.current_process().daemon:  # a Celery prefork child has no children
             for _ in map(job, range(spec.n)):
                 bar.update()
         else:

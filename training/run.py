@@ -29,10 +29,9 @@ from models.metrics import exact_match
 from models.registry import create_model
 from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
+from training.background import background, fit_baselines, refit_curve
 from training.config import TrainConfig
-from training.curve import learning_curve
 from training.datasets import DatasetSpec, build, combine, load_dataset
-from training.fitting import fit_and_score
 from training.model_card import model_card
 from training.model_fetch import fetch_model
 from training.model_files import NoModel
@@ -179,11 +178,25 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
     # and rule margins: computed once for the run, not once per model (the quick preset: 913 s of CPU,
     # of which these passes took minutes)
     held = len(X) + len(Xv) + len(Xt)
-    with hold_features(held), tracker.run(f"train-{stamp}", {"preset": resolved}, config=resolved) as parent:
-        trials, ranked = sweep_and_rank(cfg, folders["train"], folders["val"], warm, tracker, out, settings, progress)
+    # the baselines and the learning curve's refits need no sweep result: a worker process fits them
+    # while the sweep (then the ensemble) runs, so the sweep's last trial does not run alone on one core
+    with (
+        hold_features(held),
+        background() as side,
+        tracker.run(f"train-{stamp}", {"preset": resolved}, config=resolved) as parent,
+    ):
+        train, val, test = folders["train"], folders["val"], folders["test"]
+        fits = side.submit(fit_baselines, cfg.baselines, train, val, out / "baselines")
+        trials, ranked = sweep_and_rank(cfg, train, val, warm, tracker, out, settings, progress)
         top, members = choose_ensemble(ranked, Xv, yv, cfg.top_k)
         winners = winner_configs(top)
         parent.log_dict(winners, "winners.json")  # what a retrain warm-starts from when this is champion
+        best = score_model(
+            f"{top[0].model} (best trial)", "cnn", members[0], Xt, yt, top[0].metrics.get("fit_seconds", 0)
+        )
+        curve_job = side.submit(
+            refit_curve, top[0], best.exact_match, train, val, test, cfg.curve, cfg.seed, out / "curve", progress
+        )
         t0 = time.perf_counter()
         ensemble = served_ensemble(members, cfg, X, y, (Xv, yv))
         members_fit_s = sum(t.metrics.get("fit_seconds", 0.0) for t in top)  # the ensemble's training time
@@ -194,27 +207,19 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
             scores.append(
                 score_model("cnn-ensemble alone", "cnn", EnsembleDiagnoser.of(members), Xt, yt, members_fit_s)
             )
-        best = score_model(
-            f"{top[0].model} (best trial)", "cnn", members[0], Xt, yt, top[0].metrics.get("fit_seconds", 0)
-        )
         scores.append(best)
-        bar = tqdm(cfg.baselines, desc="baselines", unit="model", disable=not progress)
-        for name in bar:
-            bar.set_postfix_str(f"fitting {name}")
-            t0 = time.perf_counter()
-            fit_and_score(name, {}, X, y, Xv, yv, folder := out / "baselines" / name)
-            model = load_model(folder)
-            s = score_model(name, "baseline", model, Xt, yt, time.perf_counter() - t0)
+        fit_s = fits.result()  # {name: seconds}, each fitted beside the sweep (its wall time there)
+        for name in tqdm(cfg.baselines, desc="baselines", unit="model", disable=not progress):
+            model = load_model(out / "baselines" / name)
+            s = score_model(name, "baseline", model, Xt, yt, fit_s[name])
             scores.append(s)
             if progress:
-                bar.write(
+                tqdm.write(
                     f"baseline {name}: test exact match {s.exact_match:.3f} ({s.fit_seconds:.0f} s to fit)", sys.stderr
                 )
             with tracker.run(f"baseline-{name}", model.get_params(), nested=True) as r:
                 r.log_metrics({"test_exact_match": s.exact_match, "test_component_accuracy": s.component_accuracy})
-        curve = learning_curve(
-            top[0], best.exact_match, X, y, Xv, yv, Xt, yt, cfg.curve, cfg.seed, out / "curve", progress
-        )
+        curve = curve_job.result()
         data = {
             "train": f"{len(X)} bundles ({cfg.lab} lab + {cfg.varied} varied field-profile, "
             f"{cfg.partial:.0%} of them partial uploads)",

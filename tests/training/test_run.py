@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -31,36 +30,46 @@ def pipeline_settings() -> Iterator[None]:
         yield
 
 
-HELD: list[tuple[int, int]] = []  # (features, rule margins) the memo held while each baseline was fitted
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, Trained]:
-    import training.run
+    settings = Settings(data_dir=tmp_path_factory.mktemp("var"), sim_workers=2)
+    return settings, run_training(TrainConfig.preset("smoke"), settings, progress=False)
+
+
+def test_the_memo_trims_back_after_a_run(trained: tuple[Settings, Trained]) -> None:
+    """The run held its datasets' features for its length (the baselines are fitted in a worker that
+    holds its own: tests/training/test_background.py), then let them go."""
     from models.features import bundle_features
     from models.rules_margins import named_margins
 
-    fit = training.run.fit_and_score
-
-    def watched(*args: Any, **kwargs: Any) -> dict[str, float]:
-        HELD.append((bundle_features._limit(), named_margins._limit()))
-        return fit(*args, **kwargs)
-
-    settings = Settings(data_dir=tmp_path_factory.mktemp("var"), sim_workers=2)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(training.run, "fit_and_score", watched)
-        return settings, run_training(TrainConfig.preset("smoke"), settings, progress=False)
+    assert bundle_features._limit() == bundle_features.size and named_margins._limit() == named_margins.size
 
 
-def test_a_run_computes_each_bundles_features_once(trained: tuple[Settings, Trained]) -> None:
-    """Every baseline was fitted while the per-bundle memo held the run's three datasets (else each
-    baseline, refit and scoring pass computed every bundle's features again), and it trimmed back after."""
-    from models.features import bundle_features
+def test_baselines_fitted_beside_the_sweep_score_as_fitted_here(trained: tuple[Settings, Trained]) -> None:
+    """A baseline the worker fitted and saved predicts as the same baseline fitted in this process on
+    one BLAS thread, as the worker runs (two threads move logreg's probabilities by up to 0.08)."""
+    from threadpoolctl import threadpool_limits
 
-    cfg = TrainConfig.preset("smoke")
-    n = cfg.lab + cfg.varied + cfg.val + cfg.test
-    assert len(HELD) == len(cfg.baselines) and all(f >= n and m >= n for f, m in HELD), (HELD, n)
-    assert bundle_features._limit() == bundle_features.size < n
+    from models.base import load_model
+    from training.datasets import load_dataset
+    from training.fitting import fit_and_score
+
+    settings, run = trained
+    out = run.report.parent.parent
+    sets = settings.data_dir / "datasets"
+    X, y = load_dataset(next(sets.glob("mix-*")))  # the training folder over lab and varied bundles
+    Xv, yv = load_dataset(next(d for d in sets.glob("field-*") if _seed(d) == 2))  # validation
+    with threadpool_limits(1):
+        fit_and_score("logreg", {}, X, y, Xv, yv, here := out.parent / "logreg-here")
+    theirs, ours = load_model(out / "baselines" / "logreg"), load_model(here)
+    for a, b in zip(theirs.predict_proba(Xv), ours.predict_proba(Xv), strict=True):
+        assert a.keys() == b.keys() and all(np.allclose(a[c], b[c], atol=1e-9) for c in a)
+
+
+def _seed(folder: Path) -> int:
+    import json
+
+    return int(json.loads((folder / "dataset.json").read_text())["seed"])
 
 
 def test_training_reads_bundles_with_the_pipeline_settings(trained: tuple[Settings, Trained]) -> None:
