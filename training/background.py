@@ -2,8 +2,9 @@
 
 A sweep of a few trials ends with its winner training alone on one core (ASHA stopped the others), and
 the baselines and the learning curve then ran one after another on one core: the quick preset used
-1.04 of 2 cores over its 19 minutes on a 2-core AMD EPYC. The baselines are fitted here beside the
-sweep, the learning curve's refits beside the ensemble's fit and scoring. The models come back as
+1.07 of 2 cores over its 16 minutes on a 2-core AMD EPYC. The baselines are fitted here once the sweep
+leaves a core idle (started beside both trials, they only slowed the sweep by a minute), the learning
+curve's refits beside the ensemble's fit and scoring. The models come back as
 folders (fit_and_score saves them); the caller scores them, logs them and writes the report.
 
 One worker, started by spawn: a forked child would inherit Ray's and torch's threads mid-state. It
@@ -15,7 +16,6 @@ the same on any machine's core count (two BLAS threads move logreg's probabiliti
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -121,9 +121,6 @@ def _hold() -> None:
     once (a training run's datasets are a few thousand bundles; the parent holds the same)."""
     global _LOADED
     _LOADED = {}
-    # below the sweep's trials: the worker takes a core they leave idle (the winner training alone at the
-    # end) rather than a share of theirs (beside both trials the baselines slowed the sweep by a minute)
-    os.nice(10)
     _HELD.enter_context(hold_features(1 << 16))
 
 
