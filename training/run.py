@@ -14,8 +14,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -90,7 +89,6 @@ def sweep_and_rank(
     out: Path,
     settings: Settings,
     progress: bool = True,
-    on_core_freed: Callable[[], None] | None = None,
 ) -> tuple[list[TrialOutcome], list[TrialOutcome]]:
     """Sweep every family of `cfg` (each trial a nested run of the active one), warm-started from the
     configs in `warm` of that family. Returns (every trial, the finished ones best first)."""
@@ -106,8 +104,7 @@ def sweep_and_rank(
             warm_start=fam_warm,
             seed=cfg.seed,
         )
-        done = run_sweep(spec, train_dir, val_dir, out / "trials", settings.ray_address, progress, on_core_freed)
-        for n, t in enumerate(done):
+        for n, t in enumerate(run_sweep(spec, train_dir, val_dir, out / "trials", settings.ray_address, progress)):
             trials.append(t)
             with tracker.run(trial_name(fam, n, t), t.config, config={"model": fam}, nested=True) as r:
                 for i, rec in enumerate(t.history):
@@ -189,14 +186,8 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
         tracker.run(f"train-{stamp}", {"preset": resolved}, config=resolved) as parent,
     ):
         train, val, test = folders["train"], folders["val"], folders["test"]
-        fits: list[Future[dict[str, float]]] = []
-
-        def fit_the_baselines() -> None:  # once a core is idle in the sweep's tail, or after it
-            if not fits:
-                fits.append(side.submit(fit_baselines, cfg.baselines, train, val, out / "baselines"))
-
-        trials, ranked = sweep_and_rank(cfg, train, val, warm, tracker, out, settings, progress, fit_the_baselines)
-        fit_the_baselines()
+        fits = side.submit(fit_baselines, cfg.baselines, train, val, out / "baselines")
+        trials, ranked = sweep_and_rank(cfg, train, val, warm, tracker, out, settings, progress)
         top, members = choose_ensemble(ranked, Xv, yv, cfg.top_k)
         winners = winner_configs(top)
         parent.log_dict(winners, "winners.json")  # what a retrain warm-starts from when this is champion
@@ -217,7 +208,7 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
                 score_model("cnn-ensemble alone", "cnn", EnsembleDiagnoser.of(members), Xt, yt, members_fit_s)
             )
         scores.append(best)
-        fit_s = fits[0].result()  # {name: seconds}, each fitted beside the sweep (its wall time there)
+        fit_s = fits.result()  # {name: seconds}, each fitted beside the sweep (its wall time there)
         for name in tqdm(cfg.baselines, desc="baselines", unit="model", disable=not progress):
             model = load_model(out / "baselines" / name)
             s = score_model(name, "baseline", model, Xt, yt, fit_s[name])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,32 +121,6 @@ class _Progress(Callback):
         self.bar.update()
 
 
-class _CoreFreed(Callback):
-    """Calls `then()` once, when a trial ends and fewer trials remain than run at once: from then on a
-    core is idle (ASHA's winner ends the sweep training alone), and other work may take it."""
-
-    def __init__(self, then: Callable[[], None], slots: int) -> None:
-        self.then, self.slots, self.fired = then, slots, False
-
-    def __getstate__(self) -> dict[str, Any]:  # saved with the experiment state: `then` is this process's
-        return {"slots": self.slots, "fired": True}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.then, self.slots, self.fired = (lambda: None), state["slots"], state["fired"]
-
-    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self._check(trials)
-
-    def on_trial_error(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self._check(trials)
-
-    def _check(self, trials: list[Any]) -> None:
-        left = sum(t.status in ("PENDING", "RUNNING", "PAUSED") for t in trials)
-        if not self.fired and left < self.slots:
-            self.fired = True
-            self.then()
-
-
 def run_sweep(
     spec: SweepSpec,
     train_dir: Path,
@@ -154,10 +128,7 @@ def run_sweep(
     out_dir: Path,
     ray_address: str | None = None,
     progress: bool = True,
-    on_core_freed: Callable[[], None] | None = None,
 ) -> list[TrialOutcome]:
-    """The sweep's trials; `on_core_freed` is called (once, in this process) when fewer trials remain
-    than run at once, so that the caller may start work of its own on the core left idle."""
     space = ray_space(search_space(spec.model))
     space["issue_rate"] = tune.uniform(*spec.issue_rate)
     space["seed"] = spec.seed
@@ -168,20 +139,14 @@ def run_sweep(
     if started:
         ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
-        return _sweep(spec, space, train_dir, val_dir, out_dir, progress, on_core_freed)
+        return _sweep(spec, space, train_dir, val_dir, out_dir, progress)
     finally:
         if started:
             ray.shutdown()
 
 
 def _sweep(
-    spec: SweepSpec,
-    space: dict[str, Any],
-    train_dir: Path,
-    val_dir: Path,
-    out_dir: Path,
-    progress: bool,
-    on_core_freed: Callable[[], None] | None,
+    spec: SweepSpec, space: dict[str, Any], train_dir: Path, val_dir: Path, out_dir: Path, progress: bool
 ) -> list[TrialOutcome]:
     gpu = 0.25 if torch.cuda.is_available() else 0.0
     trainable = tune.with_resources(
@@ -218,8 +183,7 @@ def _sweep(
             name=f"sweep-{spec.model}",
             storage_path=str((out_dir / "ray").resolve()),
             verbose=0,
-            callbacks=[_Progress(spec.num_samples, f"sweep {spec.model}", progress)]
-            + ([_CoreFreed(on_core_freed, _slots(spec, gpu))] if on_core_freed else []),
+            callbacks=[_Progress(spec.num_samples, f"sweep {spec.model}", progress)],
         ),
     )
     results = tuner.fit()
@@ -247,10 +211,3 @@ def _sweep(
         )
     )
     return outcomes
-
-
-def _slots(spec: SweepSpec, gpu: float) -> int:
-    """How many trials run at once: one a CPU (a share of the GPU with CUDA), at most max_concurrent."""
-    cpus = int(ray.cluster_resources().get("CPU", 1))
-    slots = min(cpus, int(1 / gpu) * max(1, int(ray.cluster_resources().get("GPU", 0)))) if gpu else cpus
-    return min(slots, spec.max_concurrent or slots, spec.num_samples)

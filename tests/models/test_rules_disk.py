@@ -58,6 +58,7 @@ def test_sorts_do_not_grow_with_the_disks(monkeypatch: pytest.MonkeyPatch) -> No
     max_components (4,096): a median a disk there took 6.6 s at 180 steps."""
     calls: list[int] = []
     real = rules_disk.row_median
+
     def counted(x: np.ndarray) -> np.ndarray:
         calls.append(len(x))
         return real(x)

@@ -10,7 +10,7 @@ import pytest
 from models.registry import search_space
 from training.datasets import DatasetSpec, build, load_dataset
 from training.fitting import is_faulty, mix_issue_rate
-from training.tune import SweepSpec, _CoreFreed, ray_space, registry_point, run_sweep
+from training.tune import SweepSpec, ray_space, registry_point, run_sweep
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +42,8 @@ def test_sweep_runs_trials_and_saves_models(data: tuple[Path, Path, Path]) -> No
     warm = {"lr": 0.004, "width": 16, "depth": 2, "dropout": 0.1, "issue_rate": 0.5, "epochs": 50}
     spec = SweepSpec("cnn_small", num_samples=2, overrides={"epochs": 2, "batch_size": 8, "width": 16},
                      warm_start=[warm], seed=3)  # fmt: skip
-    freed: list[int] = []
-    out = run_sweep(spec, train, val, root / "sweeps", progress=False, on_core_freed=lambda: freed.append(1))
+    out = run_sweep(spec, train, val, root / "sweeps", progress=False)
     assert len(out) == 2
-    assert freed == [1]  # once: the first trial's end left one to run on two cores
     assert any(abs(o.config["lr"] - 0.004) < 1e-12 and o.config["issue_rate"] == 0.5 for o in out)
     assert all(o.config["epochs"] == 2 for o in out)
     for o in out:
@@ -72,27 +70,3 @@ def test_registry_point_is_the_family_recipe() -> None:
     assert set(point) == set(search_space("cnn_deep")) - {"seed"} | {"issue_rate"}
     assert point["width"] == 64 and point["depth"] == 5 and point["event_dropout"] == 0.2
     assert point["issue_rate"] == 0.4
-
-
-def test_a_core_is_freed_when_fewer_trials_remain_than_run_at_once() -> None:
-    """4 trials on 2 slots: the first trial's end starts the pending one (both cores busy); the second's
-    leaves one running with none pending, and `then` runs, once."""
-
-    class T:
-        def __init__(self, status: str) -> None:
-            self.status = status
-
-    calls: list[int] = []
-    cb = _CoreFreed(lambda: calls.append(1), slots=2)
-    trials = [T("TERMINATED"), T("RUNNING"), T("RUNNING"), T("PENDING")]
-    cb.on_trial_complete(0, trials, trials[0])
-    assert calls == []
-    trials[1].status = "TERMINATED"
-    cb.on_trial_complete(0, trials, trials[1])
-    assert calls == []  # the pending one takes the core
-    trials[2].status = "ERROR"
-    cb.on_trial_error(0, trials, trials[2])
-    assert calls == [1]
-    trials[3].status = "TERMINATED"
-    cb.on_trial_complete(0, trials, trials[3])
-    assert calls == [1]
