@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tracemalloc
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -68,13 +69,16 @@ def test_peer_median_memory_is_linear_in_the_group() -> None:
     """The bundle-wide rung puts every disk in one group, up to max_components (4,096) of an upload:
     a (n, n) table of peers would take 134 MB there."""
     x = np.random.default_rng(4).lognormal(size=4096)
+    assert _peak_bytes(peer_median, x, np.zeros(4096, np.int64)) < 2_000_000
+
+
+def _peak_bytes(fn: Callable[..., object], *args: object) -> int:
     tracemalloc.start()
     try:
-        peer_median(x, np.zeros(4096, np.int64))
-        peak = tracemalloc.get_traced_memory()[1]
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert peak < 2_000_000
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -99,10 +103,5 @@ def test_peer_step_median_is_the_nanmedian_of_the_others_at_each_step(seed: int)
 def test_peer_step_median_memory_is_linear_in_the_group() -> None:
     """4,096 disks in one group, 180 steps: the (n, T) sort and its indices, not a table per disk."""
     x = np.random.default_rng(5).lognormal(size=(4096, 180))
-    tracemalloc.start()
-    try:
-        peer_step_median(x, np.zeros(4096, np.int64))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = _peak_bytes(peer_step_median, x, np.zeros(4096, np.int64))
     assert peak < 16 * x.nbytes  # 73 MB measured; a float64 (n, n, T) table of peers would be 24 GB
