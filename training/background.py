@@ -5,8 +5,9 @@ the baselines and the learning curve then ran one after another on one core: the
 1.07 of 2 cores over its 16 minutes on a 2-core AMD EPYC. The baselines are fitted here beside the
 sweep, the learning curve's refits beside the ensemble's fit and scoring. (Started only once the sweep
 left a core idle, the baselines' worker still had to start, read the datasets and compute their
-features then, and the run was still going at 17 min 40 s; at nice 10 beside the sweep, 16 min 9 s.) The models come back as
-folders (fit_and_score saves them); the caller scores them, logs them and writes the report.
+features then, and the run was still going at 17 min 40 s; at nice 10 beside the sweep, 16 min 9 s.)
+The models come back as folders (fit_and_score saves them); the caller scores them, logs them and
+writes the report.
 
 One worker, started by spawn: a forked child would inherit Ray's and torch's threads mid-state. It
 reads the datasets from their folders, as a sweep trial does, and keeps their features for all its
