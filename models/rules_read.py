@@ -96,24 +96,31 @@ def peer_step_median(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """(n, T) -> (n, T): at each step, the median over the *other* rows of the row's group with a value
     there (NaN: none; group -1: none); np.nanmedian's values, +-inf counted as values as it counts them.
 
-    One sort of each group's columns, each row's own value skipped by index, as peer_median does:
-    memory and time stay linear in the group's rows (a whole bundle of a hostile upload on the last rung)."""
+    One sort of every step by (group, value), each row's own value skipped by index: memory and time stay
+    linear in the rows (a whole bundle of a hostile upload on the last rung), with no work a group (a
+    bundle holds a group a disk group and tier, most of two or three disks)."""
     out = np.full(x.shape, np.nan)
-    for g in np.unique(groups[groups >= 0]):
-        rows = np.flatnonzero(groups == g)
-        sub = x[rows]  # (m, T)
-        order = np.argsort(sub, axis=0, kind="stable")  # NaN last in each column
-        v = np.take_along_axis(sub, order, axis=0)
-        have = ~np.isnan(sub)
-        own = np.empty_like(order)  # each row's place in its column's order
-        np.put_along_axis(own, order, np.broadcast_to(np.arange(len(rows))[:, None], order.shape), axis=0)
-        n = have.sum(axis=0)[None, :] - have  # (m, T) its peers with a value at each step
-        top = len(rows) - 1
-        lo_i, hi_i = np.maximum(n - 1, 0) // 2, n // 2
-        lo = np.take_along_axis(v, np.minimum(np.where(lo_i >= own, lo_i + 1, lo_i), top), axis=0)
-        hi = np.take_along_axis(v, np.minimum(np.where(hi_i >= own, hi_i + 1, hi_i), top), axis=0)
-        with np.errstate(invalid="ignore"):
-            out[rows] = np.where(n == 0, np.nan, np.where(n % 2 == 1, lo, (lo + hi) / 2))
+    rows = np.flatnonzero(groups >= 0)
+    if not len(rows):
+        return out
+    g = groups[rows]
+    sub = x[rows].T  # (T, m): a step a row
+    order = np.lexsort((sub, np.broadcast_to(g, sub.shape)))  # by group, then value (NaN last)
+    v = np.take_along_axis(sub, order, axis=1)
+    by_group = np.argsort(g, kind="stable")
+    _, first, size = np.unique(g[by_group], return_index=True, return_counts=True)
+    block = np.searchsorted(g[by_group], g)  # each row's group block: where it starts in the order
+    have = ~np.isnan(sub)
+    n = np.add.reduceat(have[:, by_group], first, axis=1)[:, np.searchsorted(first, block)] - have  # peers
+    own = np.empty_like(order)  # each row's place in its step's order
+    np.put_along_axis(own, order, np.broadcast_to(np.arange(len(rows)), order.shape), axis=1)
+    own -= block  # ... within its group's block
+    top = (block + size[np.searchsorted(first, block)] - 1)[None, :]
+    lo_i, hi_i = np.maximum(n - 1, 0) // 2, n // 2
+    lo = np.take_along_axis(v, np.minimum(block + np.where(lo_i >= own, lo_i + 1, lo_i), top), axis=1)
+    hi = np.take_along_axis(v, np.minimum(block + np.where(hi_i >= own, hi_i + 1, hi_i), top), axis=1)
+    with np.errstate(invalid="ignore"):
+        out[rows] = np.where(n == 0, np.nan, np.where(n % 2 == 1, lo, (lo + hi) / 2)).T
     return out
 
 

@@ -3,11 +3,10 @@
 A sweep of a few trials ends with its winner training alone on one core (ASHA stopped the others), and
 the baselines and the learning curve then ran one after another on one core: the quick preset used
 1.07 of 2 cores over its 16 minutes on a 2-core AMD EPYC. The baselines are fitted here beside the
-sweep, the learning curve's refits beside the ensemble's fit and scoring. (Started only once the sweep
-left a core idle, the baselines' worker still had to start, read the datasets and compute their
-features then, and the run was still going at 17 min 40 s; at nice 10 beside the sweep, 16 min 9 s.)
-The models come back as folders (fit_and_score saves them); the caller scores them, logs them and
-writes the report.
+sweep (started only once the sweep left a core idle, the worker's start, dataset reads and features
+fell after the sweep's short tail and the run took longer), the learning curve's refits beside the
+ensemble's fit and scoring. The models come back as folders (fit_and_score saves them); the caller
+scores them, logs them and writes the report.
 
 One worker, started by spawn: a forked child would inherit Ray's and torch's threads mid-state. It
 reads the datasets from their folders, as a sweep trial does, and keeps their features for all its
@@ -28,7 +27,7 @@ from typing import Any, TypeVar
 from models.features import hold_features
 from pipeline.tensors import BundleTensors
 from training.curve import learning_curve
-from training.datasets import load_dataset
+from training.datasets import can_have_children, load_dataset
 from training.fitting import fit_and_score
 from training.report import CurvePoint
 from training.tune import TrialOutcome
@@ -56,11 +55,6 @@ def background() -> Iterator[Executor]:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-
-
-def can_have_children() -> bool:
-    """False in a daemonic process (multiprocessing refuses it children: a Celery prefork child)."""
-    return not mp.current_process().daemon
 
 
 class InlineExecutor(Executor):

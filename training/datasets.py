@@ -93,6 +93,11 @@ def _make(index: int, spec: DatasetSpec, cfg: PipelineConfig, folder: Path) -> s
     return path.name
 
 
+def can_have_children() -> bool:
+    """False in a daemonic process: multiprocessing refuses it children (a Celery prefork pool's child)."""
+    return not mp.current_process().daemon
+
+
 def build(
     spec: DatasetSpec, root: Path, cfg: PipelineConfig | None = None, workers: int = 0, progress: bool = True
 ) -> Path:
@@ -107,7 +112,7 @@ def build(
     workers = workers or os.cpu_count() or 1
     t0 = time.perf_counter()
     with tqdm(total=spec.n, desc=f"dataset {spec.profile}", unit="bundle", disable=not progress) as bar:
-        if workers <= 1 or spec.n < 4 or mp.current_process().daemon:  # a Celery prefork child has no children
+        if workers <= 1 or spec.n < 4 or not can_have_children():
             for _ in map(job, range(spec.n)):
                 bar.update()
         else:
