@@ -5,6 +5,7 @@
         [--perturb interval:3,hosts,esxtop,logs:7,logs:8,load:0.5,load:2] [--epochs 30] [--cnn-seeds 3]
         [--combine cnn_small+rules,logreg+rules] [--calibrate temperature,isotonic,auto]
         [--data var/bench-generalise] [--models-dir var/bench-generalise/models] [--markdown]
+        [--variant cnn_peer=cnn_small:peer_inputs=true,class_weight_power=1]
 
 Leave-one-cause-out: fold k holds out, for every fault with several causes, its k-th cause
 (data.simulate.causes); each model trains on field bundles (seed 21, 30 % partial uploads) drawn
@@ -17,6 +18,9 @@ those bundles.
 Perturbations: each model trains once on every cause (seed 21) and is tested on the same field test
 bundles (seed 23) as simulated and under each perturbation of data.simulate.perturb (a coarser
 interval, hosts left out, no esxtop, the other log style, the load scaled): accuracy per row.
+
+`--variant ALIAS=FAMILY:KEY=VALUE,...` registers a model under ALIAS: FAMILY with those hyperparameters
+(JSON values, else strings), to name in --models and --combine beside FAMILY itself, on the same bundles.
 
 A CNN family is trained with `seeds=--cnn-seeds`: that many networks whose probabilities are averaged,
 the ensemble `vsandx train` serves. `--combine a+b` also scores the average of fitted models' probabilities
@@ -31,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import inspect
 import json
 import sys
@@ -63,9 +68,27 @@ def held_out(fold: int) -> tuple[str, ...]:
     return tuple(sorted(keys[fold % len(keys)] for keys in by.values() if len(keys) > 1))
 
 
-def make(name: str, epochs: int, cnn_seeds: int) -> Any:
+def make(name: str, epochs: int, cnn_seeds: int, **params: Any) -> Any:
     """A CNN family is trained as an ensemble in one model: `seeds` networks, probabilities averaged."""
-    return create_model(name, **({"epochs": epochs, "seeds": cnn_seeds} if name.startswith("cnn") else {}))
+    return create_model(name, **({"epochs": epochs, "seeds": cnn_seeds} if name.startswith("cnn") else {}), **params)
+
+
+def variant(text: str) -> tuple[str, str, dict[str, Any]]:
+    """ "cnn_peer=cnn_small:peer_inputs=true,class_weight_power=1" -> (alias, family, hyperparameters)."""
+    alias, _, rest = text.partition("=")
+    family, _, pairs = rest.partition(":")
+    if not alias or not family or not pairs:
+        raise argparse.ArgumentTypeError(f"{text!r}: want ALIAS=FAMILY:KEY=VALUE[,KEY=VALUE...]")
+    params: dict[str, Any] = {}
+    for pair in pairs.split(","):
+        key, eq, value = pair.partition("=")
+        if not eq:
+            raise argparse.ArgumentTypeError(f"{text!r}: {pair!r} is not KEY=VALUE")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return alias, family, params
 
 
 def fit(model: Any, X: list[Any], y: list[Any], val: tuple[list[Any], list[Any]]) -> float:
@@ -104,8 +127,11 @@ def main() -> int:
     ap.add_argument("--models-dir", default="", help="save every fitted model under DIR/<training set>/<name> "
                     "and load it from there on later runs instead of fitting it again (other test sizes, "
                     "combinations, calibrations); clear it after changing a model's code")  # fmt: skip
+    ap.add_argument("--variant", action="append", default=[], type=variant, metavar="ALIAS=FAMILY:KEY=VALUE,...",
+                    help="a family with other hyperparameters, named ALIAS in --models and --combine")  # fmt: skip
     args = ap.parse_args()
     root, names = Path(args.data), args.models.split(",")
+    variants = {alias: (family, params) for alias, family, params in args.variant}
     val = data(DatasetSpec("field", args.val, seed=2), root)
     rows: list[dict[str, Any]] = []
 
@@ -141,11 +167,17 @@ def main() -> int:
     def fitted_model(name: str, X: list[Any], y: list[Any], key: str) -> tuple[Any, float]:
         """`name` fitted on (X, y), or loaded from --models-dir when a run of this code with these settings
         saved it (one another code saved, SchemaMismatch, is fitted again and replaced)."""
-        folder = Path(args.models_dir) / f"{key}-train{len(X)}-epochs{args.epochs}-seeds{args.cnn_seeds}" / name
+        family, params = variants.get(name, (name, {}))
+        tag = f"{name}-{hashlib.sha1(json.dumps([family, params], sort_keys=True).encode()).hexdigest()[:8]}"
+        folder = (
+            Path(args.models_dir)
+            / f"{key}-train{len(X)}-epochs{args.epochs}-seeds{args.cnn_seeds}"
+            / (tag if name in variants else name)
+        )
         if args.models_dir and (folder / "fit.json").exists():
             with contextlib.suppress(SchemaMismatch):
                 return load_model(folder), float(json.loads((folder / "fit.json").read_text())["fit_s"])
-        model = make(name, args.epochs, args.cnn_seeds)
+        model = make(family, args.epochs, args.cnn_seeds, **params)
         fit_s = fit(model, X, y, val)
         if args.models_dir:
             model.save(folder)
