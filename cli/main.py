@@ -123,7 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     size = tr.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small sweep, all baselines, the report (minutes)")
-    size.add_argument("--standard", action="store_true", help="more field bundles, two families, 16 epochs (an hour)")
+    size.add_argument(
+        "--standard", action="store_true", help="more field bundles, two families, 16 epochs, 3 networks a trial"
+    )
     size.add_argument("--smoke", action="store_true", help="tiny end-to-end run (CI)")
     tr.add_argument("--lab", type=_count, help="lab training bundles (0 = varied only)")
     tr.add_argument("--varied", type=_count, help="field-profile training bundles (domain randomisation; 0 = lab only)")
