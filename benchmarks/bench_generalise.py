@@ -69,8 +69,9 @@ def held_out(fold: int) -> tuple[str, ...]:
 
 
 def make(name: str, epochs: int, cnn_seeds: int, **params: Any) -> Any:
-    """A CNN family is trained as an ensemble in one model: `seeds` networks, probabilities averaged."""
-    return create_model(name, **({"epochs": epochs, "seeds": cnn_seeds} if name.startswith("cnn") else {}), **params)
+    """A CNN family is trained as an ensemble in one model: `seeds` networks, probabilities averaged
+    (`params`, a --variant's, may set either)."""
+    return create_model(name, **({"epochs": epochs, "seeds": cnn_seeds} if name.startswith("cnn") else {}) | params)
 
 
 def variant(text: str) -> tuple[str, str, dict[str, Any]]:
@@ -88,6 +89,10 @@ def variant(text: str) -> tuple[str, str, dict[str, Any]]:
             params[key] = json.loads(value)
         except json.JSONDecodeError:
             params[key] = value
+    try:  # an unknown family or hyperparameter now, not after the datasets are built
+        create_model(family, **params)
+    except (KeyError, TypeError) as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
     return alias, family, params
 
 
@@ -168,12 +173,9 @@ def main() -> int:
         """`name` fitted on (X, y), or loaded from --models-dir when a run of this code with these settings
         saved it (one another code saved, SchemaMismatch, is fitted again and replaced)."""
         family, params = variants.get(name, (name, {}))
-        tag = f"{name}-{hashlib.sha1(json.dumps([family, params], sort_keys=True).encode()).hexdigest()[:8]}"
-        folder = (
-            Path(args.models_dir)
-            / f"{key}-train{len(X)}-epochs{args.epochs}-seeds{args.cnn_seeds}"
-            / (tag if name in variants else name)
-        )
+        if name in variants:  # its settings in the folder's name: another --variant of that alias is fitted anew
+            name = f"{name}-{hashlib.sha1(json.dumps([family, params], sort_keys=True).encode()).hexdigest()[:8]}"
+        folder = Path(args.models_dir) / f"{key}-train{len(X)}-epochs{args.epochs}-seeds{args.cnn_seeds}" / name
         if args.models_dir and (folder / "fit.json").exists():
             with contextlib.suppress(SchemaMismatch):
                 return load_model(folder), float(json.loads((folder / "fit.json").read_text())["fit_s"])

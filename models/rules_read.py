@@ -107,15 +107,14 @@ def peer_step_median(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
     sub = x[rows].T  # (T, m): a step a row
     order = np.lexsort((sub, np.broadcast_to(g, sub.shape)))  # by group, then value (NaN last)
     v = np.take_along_axis(sub, order, axis=1)
-    by_group = np.argsort(g, kind="stable")
-    _, first, size = np.unique(g[by_group], return_index=True, return_counts=True)
-    block = np.searchsorted(g[by_group], g)  # each row's group block: where it starts in the order
+    _, inv, size = np.unique(g, return_inverse=True, return_counts=True)  # each row's group; group sizes
+    start = np.cumsum(size) - size  # where each group's block starts in a step's order
+    block, top = start[inv], (start + size - 1)[inv][None, :]  # each row's block: first and last place
     have = ~np.isnan(sub)
-    n = np.add.reduceat(have[:, by_group], first, axis=1)[:, np.searchsorted(first, block)] - have  # peers
+    n = np.add.reduceat(have[:, np.argsort(g, kind="stable")], start, axis=1)[:, inv] - have  # peers
     own = np.empty_like(order)  # each row's place in its step's order
     np.put_along_axis(own, order, np.broadcast_to(np.arange(len(rows)), order.shape), axis=1)
     own -= block  # ... within its group's block
-    top = (block + size[np.searchsorted(first, block)] - 1)[None, :]
     lo_i, hi_i = np.maximum(n - 1, 0) // 2, n // 2
     lo = np.take_along_axis(v, np.minimum(block + np.where(lo_i >= own, lo_i + 1, lo_i), top), axis=1)
     hi = np.take_along_axis(v, np.minimum(block + np.where(hi_i >= own, hi_i + 1, hi_i), top), axis=1)

@@ -3,10 +3,10 @@
 A sweep of a few trials ends with its winner training alone on one core (ASHA stopped the others), and
 the baselines and the learning curve then ran one after another on one core: the quick preset used
 1.07 of 2 cores over its 16 minutes on a 2-core AMD EPYC. The baselines are fitted here beside the
-sweep (started only once the sweep left a core idle, the worker's start, dataset reads and features
-fell after the sweep's short tail and the run took longer), the learning curve's refits beside the
-ensemble's fit and scoring. The models come back as folders (fit_and_score saves them); the caller
-scores them, logs them and writes the report.
+sweep from its start (started only once the sweep left a core idle, the worker's start, dataset reads
+and features fell after the sweep's short tail and the run took longer), the learning curve's refits
+beside the ensemble's fit and scoring. The models come back as folders (fit_and_score saves them); the
+caller scores them, logs them and writes the report.
 
 One worker, started by spawn: a forked child would inherit Ray's and torch's threads mid-state. It
 reads the datasets from their folders, as a sweep trial does, and keeps their features for all its
