@@ -11,7 +11,7 @@ dataset of field bundles with that seed, already built by the run). Prints exact
 healthy bundles called healthy and the faults whose recall falls below 1 per weight. `--kind-member
 disk=1.5` weighs the members voting on disks only at 1.5 there instead of their served weight (the mlp's
 weight on disks; give --weights the served prior weight to vary that alone). `--seed 2` scores the
-validation set instead.
+validation set instead; `--wrong` lists the components each weighting gets wrong.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=3, help="seed of the run's field test set (seed*10+3; 3 for seed 0)")
     ap.add_argument("--kind-member", action="append", default=[], metavar="KIND=W", type=_kind_weight,
                     help="weigh the members voting on KIND only at W there (repeatable)")  # fmt: skip
+    ap.add_argument("--wrong", action="store_true", help="also list each wrong component: [bundle, id, truth, said]")
     args = ap.parse_args()
     root = Path(args.data)
     ens = champion(root)
@@ -75,10 +76,12 @@ def main() -> int:
             pred = model.predict(X)
             low = {f: round(v["recall"], 2) for f, v in per_fault(y, pred).items() if v["support"] and v["recall"] < 1}
             healthy = [not is_faulty(p) for p, t in zip(pred, y, strict=True) if not is_faulty(t)]
+            wrong = [[i, c, t[c], p.get(c)] for i, (p, t) in enumerate(zip(pred, y, strict=True)) for c in t
+                     if p.get(c) != t[c]]  # fmt: skip
             print(json.dumps({"prior": prior.name, "weight": entry, "kind_member": args.kind_member, "n": len(X),
                               "exact_match": round(exact_match(y, pred), 4),
                               "healthy_all_none": round(sum(healthy) / max(1, len(healthy)), 3),
-                              "recall_below_1": low}))  # fmt: skip
+                              "recall_below_1": low} | ({"wrong": wrong} if args.wrong else {})))  # fmt: skip
     return 0
 
 

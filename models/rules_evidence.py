@@ -143,7 +143,52 @@ def _diskgroup(bt: BundleTensors) -> dict[str, np.ndarray]:
         "sched_ms": sched,
         "sched_vs_peers": sched / peer_median(sched, np.zeros(len(kt.ids), np.int64)),
         "lsom_events": events(kt, "ev.lsom_congestion"),
+        **_resync_fill(bt),
     }
+
+
+def _resync_fill(bt: BundleTensors) -> dict[str, np.ndarray]:
+    """Per disk group (n,), what says a resync fills its write buffer (a rebuild's writes land in the
+    buffers of the groups it rebuilds onto, its reads take the capacity devices' time from destaging;
+    faults.md labels that on the cluster, not the group):
+
+    - `resync_share`: the resync's share of what the group's host moves, median over the fifth of the
+      window where the group's buffer is fullest (lowest wbFreePct). The resync's MB/s are the host's
+      resync reads plus its recovery writes (iopsRecWrite times the cluster's resync chunk, tputResyncRead
+      / iopsResyncRead: a rebuild writes what it read); the rest is its cache tier's device writes (guest
+      and recovery writes land in the buffer).
+    - `wb_free_quiet_pct`: the group's median free buffer while the cluster's resync is quiet (under a
+      fifth of its p90): a buffer the resync fills drains when it stops; a congested group's stays full.
+
+    NaN where the group's buffer, its host's resync counters or its cache devices' writes are not
+    collected (the quiet level also where the resync never stops)."""
+    kt, host, disk = bt.kinds["diskgroup"], bt.kinds["host"], bt.kinds["disk"]
+    out = {"resync_share": np.full(len(kt.ids), NAN), "wb_free_quiet_pct": np.full(len(kt.ids), NAN)}
+    hi = kt.host_index
+    if not len(kt.ids) or not len(host.ids) or (hi < 0).all():
+        return out
+    reads_mb = series(host, "domcompmgr.tputResyncRead")  # (h, T)
+    rr, rw = series(host, "domcompmgr.iopsResyncRead"), series(host, "domcompmgr.iopsRecWrite")
+    with np.errstate(all="ignore"):
+        chunk = np.nansum(reads_mb) / np.nansum(rr)  # MB a resync I/O (NaN: no resync read anywhere)
+    writes_mb = rw * chunk if np.isfinite(chunk) else np.zeros_like(rw)
+    cache = np.nan_to_num(static(disk, "is_cache")) > 0.5
+    cw = series(disk, "disk.throughputDevWrite")  # (d, T) MB/s
+    on = np.flatnonzero(cache & (disk.host_index >= 0))
+    intake, seen = np.zeros(reads_mb.shape), np.zeros(reads_mb.shape)  # (h, T) the host's cache tier's writes
+    np.add.at(intake, disk.host_index[on], np.nan_to_num(cw[on]))
+    np.add.at(seen, disk.host_index[on], np.isfinite(cw[on]))
+    resync = np.nan_to_num(reads_mb) + np.nan_to_num(writes_mb)  # (h, T)
+    wb = 100 * series(kt, "dg.wbFreePct")  # (n, T)
+    total = resync.sum(axis=0, keepdims=True)  # (1, T) the cluster's resync MB/s
+    with np.errstate(all="ignore"):
+        share = np.where((seen > 0) & np.isfinite(reads_mb), resync / (resync + intake), np.nan)  # (h, T)
+        fullest = wb <= level(wb, 20)[:, None]  # (n, T) each group's fullest fifth
+        quiet = np.isfinite(reads_mb).any(axis=0) & (total[0] < 0.2 * level(total, 90)[0])  # (T,)
+    own = np.where((hi >= 0)[:, None], share[np.clip(hi, 0, None)], np.nan)  # (n, T) its host's share
+    out["resync_share"] = row_median(np.where(fullest, own, np.nan))
+    out["wb_free_quiet_pct"] = row_median(np.where(quiet[None, :], wb, np.nan))
+    return out
 
 
 def _cluster(bt: BundleTensors) -> dict[str, np.ndarray]:

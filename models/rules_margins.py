@@ -183,12 +183,18 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         all_of(up(g["congestion"], th["congestion"]), down(g["wb_free_pct"], th["wb_free_pct"])),
         all_of(up(g["lsom_events"], th["lsom_events"]), up(g["congestion"], th["congestion"])),
     )
+    # a buffer filled while resync traffic is a large share of its host's, and not full while the resync
+    # is quiet, is the resync's finding: the group is "no" as surely as the resync is "yes"
+    with np.errstate(invalid="ignore"):
+        by_resync = (g["resync_share"] >= th["resync_share"]) & ~(g["wb_free_quiet_pct"] < th["wb_free_pct"])
+    explained = np.where(by_resync, resync_on, 0.0)
     # a disk group's congestion behind a failing device of that group is the device's finding
     disk_m = np.nan_to_num(disk, nan=-CAP)
     grp = np.full(len(wb), -CAP)
     gi = np.asarray(bt.kinds["disk"].group_index)
     if len(gi):
         np.maximum.at(grp, gi[gi >= 0], disk_m[gi >= 0])
+    wb_own = wb - 2.0 * _pos(grp)
     with np.errstate(invalid="ignore"):
         under = (
             up(c["oio_per_vm"], th["oio_per_vm_min"]),
@@ -207,7 +213,7 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         "host.cpu_contention": cpu,
         "disk.hotspot": hot,
         "disk.latency": disk,
-        "dg.write_buffer": wb - 2.0 * _pos(grp),
+        "dg.write_buffer": np.where(explained > 0, np.minimum(wb_own, -explained), wb_own),
         "cluster.resync": resync,
         "cluster.low_oio": low_oio,
     }

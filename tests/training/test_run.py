@@ -237,15 +237,16 @@ def test_served_ensemble_weighs_the_priors_per_kind() -> None:
     ens = served_ensemble(members, cfg, X, y, (X, y))
     assert isinstance(ens, EnsembleDiagnoser)
     assert list(ens.weights) == [0.5, 0.5, 0.5] and ens.kind_weights == {"cluster": [0.5, 0.5, 2.0]}
-    # the default make run trains with: the rules weigh as the CNNs on clusters and NICs, half elsewhere,
-    # and the mlp votes on disks only, as much as the CNNs
+    # the default make run trains with: the rules weigh as the CNNs on clusters and NICs, twice on disk
+    # groups, half elsewhere, and the mlp votes on disks only, as much as the CNNs
     default = served_ensemble(members, TrainConfig(lab=2, varied=0, calibration="none"), X, y, (X, y))
     assert isinstance(default, EnsembleDiagnoser) and [m.name for m in default.models_] == [
         "rules", "rules", "rules", "mlp"
     ]  # fmt: skip
     assert list(default.weights) == [0.5, 0.5, 0.5, 0.0]
     assert default.kind_weights == {
-        "cluster": [0.5, 0.5, 1.0, 0.0], "disk": [0.5, 0.5, 0.5, 1.0], "nic": [0.5, 0.5, 1.0, 0.0]
+        "cluster": [0.5, 0.5, 1.0, 0.0], "disk": [0.5, 0.5, 0.5, 1.0], "diskgroup": [0.5, 0.5, 2.0, 0.0],
+        "nic": [0.5, 0.5, 1.0, 0.0],
     }  # fmt: skip
     # the two CNN stand-ins are one model: their 0.5 + 0.5 is one whole vote of it
     cnn, rules, mlp = (m.predict_proba(X) for m in default.models_[1:])
@@ -254,3 +255,5 @@ def test_served_ensemble_weighs_the_priors_per_kind() -> None:
         d, n = bt.kinds["disk"].ids[0], bt.kinds["nic"].ids[0]
         assert np.allclose(served[b][d], (cnn[b][d] + 0.5 * rules[b][d] + mlp[b][d]) / 2.5)
         assert np.allclose(served[b][n], (cnn[b][n] + rules[b][n]) / 2.0)
+        g = bt.kinds["diskgroup"].ids[0]  # a disk group's: the rules twice the CNNs
+        assert np.allclose(served[b][g], (cnn[b][g] + 2.0 * rules[b][g]) / 3.0)
