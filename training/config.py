@@ -45,7 +45,8 @@ class TrainConfig:
     # resync_share), which the CNNs and the mlp still call congested: fresh networks on
     # leave-one-cause-out read 0.935 / 0.933 against 0.933 / 0.931 at 0.5 (0.934 / 0.932 at 1; held-out
     # congested groups 0.94 / 0.96 against 0.98 / 0.98), the standard champion 0.9525 / 0.945 against
-    # 0.9475 / 0.935 (its members re-weighted; 400 test and 200 validation bundles).
+    # 0.9475 / 0.935 (its members re-weighted; 400 test and 200 validation bundles), the quick champion
+    # +1 and -2 bundles of 200 (seeds 0 and 1: the rules overrule the CNNs on congested groups they do not call).
     prior_kind_weight: dict[str, float] = field(default_factory=lambda: {"cluster": 1.0, "nic": 1.0, "diskgroup": 2.0})
     # Models fitted like the priors that vote on one kind's components only (kind -> {model: weight}
     # against the CNNs' 1). The mlp on disks: it finds mild hot spots the CNNs score at 0.000-0.003
