@@ -34,6 +34,12 @@ from training.datasets import DatasetSpec, build, load_dataset  # noqa: E402
 from training.fitting import is_faulty  # noqa: E402
 
 
+def wrong(yt: list[dict[str, str]], pred: list[dict[str, str]]) -> list[list[object]]:
+    """Each wrong component: [bundle index, component id, truth, prediction]."""
+    pairs = enumerate(zip(pred, yt, strict=True))
+    return [[i, c, t[c], p.get(c)] for i, (p, t) in pairs for c in t if p.get(c) != t[c]]
+
+
 def score(yt: list[dict[str, str]], pred: list[dict[str, str]]) -> dict[str, object]:
     healthy = [p for p, t in zip(pred, yt, strict=True) if not is_faulty(t)]
     return {
@@ -41,9 +47,7 @@ def score(yt: list[dict[str, str]], pred: list[dict[str, str]]) -> dict[str, obj
         "component_accuracy": round(component_accuracy(yt, pred), 4),
         "healthy_all_none": round(sum(not is_faulty(p) for p in healthy) / max(1, len(healthy)), 3),
         "recall": {k: round(v["recall"], 2) for k, v in per_fault(yt, pred).items()},
-        "wrong": [
-            [i, c, t[c], p.get(c)] for i, (p, t) in enumerate(zip(pred, yt, strict=True)) for c in t if p.get(c) != t[c]
-        ],
+        "wrong": wrong(yt, pred),
     }
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench_accuracy import wrong  # noqa: E402
 from bench_calibration import champion, run_set  # noqa: E402
 from bench_generalise import combination  # noqa: E402
 
@@ -76,12 +77,10 @@ def main() -> int:
             pred = model.predict(X)
             low = {f: round(v["recall"], 2) for f, v in per_fault(y, pred).items() if v["support"] and v["recall"] < 1}
             healthy = [not is_faulty(p) for p, t in zip(pred, y, strict=True) if not is_faulty(t)]
-            wrong = [[i, c, t[c], p.get(c)] for i, (p, t) in enumerate(zip(pred, y, strict=True)) for c in t
-                     if p.get(c) != t[c]]  # fmt: skip
             print(json.dumps({"prior": prior.name, "weight": entry, "kind_member": args.kind_member, "n": len(X),
                               "exact_match": round(exact_match(y, pred), 4),
                               "healthy_all_none": round(sum(healthy) / max(1, len(healthy)), 3),
-                              "recall_below_1": low} | ({"wrong": wrong} if args.wrong else {})))  # fmt: skip
+                              "recall_below_1": low} | ({"wrong": wrong(y, pred)} if args.wrong else {})))  # fmt: skip
     return 0
 
 

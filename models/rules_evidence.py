@@ -171,7 +171,7 @@ def _resync_fill(bt: BundleTensors) -> dict[str, np.ndarray]:
     rr, rw = series(host, "domcompmgr.iopsResyncRead"), series(host, "domcompmgr.iopsRecWrite")
     with np.errstate(all="ignore"):
         chunk = np.nansum(reads_mb) / np.nansum(rr)  # MB a resync I/O (NaN: no resync read anywhere)
-    writes_mb = rw * chunk if np.isfinite(chunk) else np.zeros_like(rw)
+    writes_mb = rw * (chunk if np.isfinite(chunk) else 0.0)
     cache = np.nan_to_num(static(disk, "is_cache")) > 0.5
     cw = series(disk, "disk.throughputDevWrite")  # (d, T) MB/s
     on = np.flatnonzero(cache & (disk.host_index >= 0))
