@@ -6,12 +6,15 @@ A trial takes a share of a GPU when CUDA is present and one CPU otherwise. `ray_
 VSANDX_RAY_ADDRESS setting) puts the sweep on an existing Ray cluster. Winners' configs from an
 earlier sweep are evaluated first (warm start); a sweep with none starts from the family's registered
 recipe, so that a small sweep's result does not hang on what its few random draws happen to be.
+A trial that Ray's out-of-memory killer ends stops the sweep, not the training run: the trials that
+finished are its result.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +24,7 @@ import numpy as np
 import ray
 import torch
 from ray import tune
+from ray.exceptions import OutOfMemoryError
 from ray.tune import Callback
 from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search.basic_variant import BasicVariantGenerator
@@ -121,6 +125,34 @@ class _Progress(Callback):
         self.bar.update()
 
 
+class _Record(Callback):
+    """Every trial's reported results, kept on the driver: what finished before Tune gave up on a sweep."""
+
+    def __init__(self) -> None:
+        self.results: dict[str, list[dict[str, Any]]] = {}
+        self.configs: dict[str, dict[str, Any]] = {}
+        self.done: list[str] = []
+
+    def on_trial_result(
+        self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any], **info: Any
+    ) -> None:
+        self.results.setdefault(trial.trial_id, []).append(dict(result))
+
+    def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.configs[trial.trial_id] = dict(trial.config)
+        self.done.append(trial.trial_id)
+
+    def finished(self) -> list[tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]]:
+        """(config, last result, every result) of each trial that completed, in completion order."""
+        return [(self.configs[t], self.results[t][-1], self.results[t]) for t in self.done if self.results.get(t)]
+
+
+def killed_for_memory(exc: BaseException) -> bool:
+    """Ray's out-of-memory killer ended a trial: Tune 2.60 does not count its OutOfMemoryError as a
+    trial's failure and aborts the whole sweep with a RuntimeError raised from it."""
+    return isinstance(exc, RuntimeError) and isinstance(exc.__cause__, OutOfMemoryError)
+
+
 def run_sweep(
     spec: SweepSpec,
     train_dir: Path,
@@ -168,6 +200,7 @@ def _sweep(
     free = set(space) - set(spec.overrides)
     points = list(spec.warm_start) or [registry_point(spec.model, float(np.mean(spec.issue_rate)))]
     warm = [{k: v for k, v in c.items() if k in free} for c in points]
+    record = _Record()
     tuner = tune.Tuner(
         trainable,
         param_space=space,
@@ -183,25 +216,42 @@ def _sweep(
             name=f"sweep-{spec.model}",
             storage_path=str((out_dir / "ray").resolve()),
             verbose=0,
-            callbacks=[_Progress(spec.num_samples, f"sweep {spec.model}", progress)],
+            callbacks=[_Progress(spec.num_samples, f"sweep {spec.model}", progress), record],
         ),
     )
-    results = tuner.fit()
+    try:
+        results = tuner.fit()
+        done = [r for r in (results[i] for i in range(len(results))) if r.error is None and r.metrics is not None]
+        rows = [
+            (
+                dict(r.config or {}),
+                r.metrics,
+                [] if r.metrics_dataframe is None else r.metrics_dataframe.to_dict("records"),
+            )
+            for r in done
+        ]
+    except RuntimeError as exc:
+        if not killed_for_memory(exc):
+            raise
+        # a trial outgrew the machine's memory (two large trials at once): keep what finished
+        rows = record.finished()
+        print(
+            f"sweep {spec.model}: Ray's out-of-memory killer ended a trial ({exc.__cause__}); the sweep stops "
+            f"with the {len(rows)} of {spec.num_samples} trials that finished",
+            file=sys.stderr,
+        )
     outcomes = []
-    for r in (results[i] for i in range(len(results))):
-        if r.error is not None or r.metrics is None:
-            continue
-        history = [] if r.metrics_dataframe is None else r.metrics_dataframe.to_dict("records")
-        folder = out_dir / r.metrics.get("trial_id", "")
+    for config, metrics, history in rows:
+        folder = out_dir / str(metrics.get("trial_id", ""))
         saved = folder if (folder / "config.json").exists() else None
         final = {
             k: float(v)
-            for k, v in r.metrics.items()
+            for k, v in metrics.items()
             if (k.startswith(("val_", "final_")) or k == "fit_seconds")
             and isinstance(v, int | float)
             and not np.isnan(v)
         }
-        outcomes.append(TrialOutcome(spec.model, dict(r.config or {}), final, history, saved))
+        outcomes.append(TrialOutcome(spec.model, config, final, history, saved))
     outcomes.sort(key=lambda o: o.metrics.get("final_exact_match", o.metrics.get(METRIC, 0.0)), reverse=True)
     (out_dir / f"sweep-{spec.model}.json").write_text(
         json.dumps(

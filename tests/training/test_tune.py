@@ -3,10 +3,15 @@ save their models; warm-start configs run first; the issue rate mixes the traini
 
 from __future__ import annotations
 
+import functools
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from ray.exceptions import OutOfMemoryError
 
+import training.tune
 from models.registry import search_space
 from training.datasets import DatasetSpec, build, load_dataset
 from training.fitting import is_faulty, mix_issue_rate
@@ -70,3 +75,61 @@ def test_registry_point_is_the_family_recipe() -> None:
     assert set(point) == set(search_space("cnn_deep")) - {"seed"} | {"issue_rate"}
     assert point["width"] == 64 and point["depth"] == 5 and point["event_dropout"] == 0.2
     assert point["issue_rate"] == 0.4
+
+
+class _TunerKilledForMemory:
+    """Stands in for ray.tune.Tuner: one trial finishes (its model saved), the next is running when
+    Ray's out-of-memory killer ends it, which Tune 2.60 raises from fit() as a RuntimeError from the
+    OutOfMemoryError (actor_manager's "Caught unexpected exception")."""
+
+    def __init__(self, trainable: object, param_space: dict, tune_config: object, run_config: object) -> None:
+        self.callbacks = run_config.callbacks  # type: ignore[attr-defined]
+        self.out = Path(trainable.keywords["out_dir"])  # type: ignore[attr-defined]
+
+    def fit(self) -> None:
+        done = SimpleNamespace(trial_id="t1", config={"lr": 0.01, "issue_rate": 0.5})
+        running = SimpleNamespace(trial_id="t2", config={"lr": 0.1, "issue_rate": 0.3})
+        (self.out / "t1").mkdir(parents=True)
+        (self.out / "t1" / "config.json").write_text("{}")
+        for cb in self.callbacks:
+            for epoch, score in ((1, 0.5), (2, 0.75)):
+                cb.on_trial_result(epoch, [], done, {"trial_id": "t1", "epoch": epoch, "val_exact_match": score})
+            cb.on_trial_result(3, [], done, {"trial_id": "t1", "epoch": 3, "val_exact_match": 0.75,
+                                             "final_exact_match": 0.75, "fit_seconds": 2.0})  # fmt: skip
+            cb.on_trial_complete(3, [], done)
+            cb.on_trial_result(1, [], running, {"trial_id": "t2", "epoch": 1, "val_exact_match": 0.25})
+        raise RuntimeError("Caught unexpected exception") from OutOfMemoryError("1 worker(s) were killed")
+
+
+def _without_ray(monkeypatch: pytest.MonkeyPatch, tuner: type) -> None:
+    monkeypatch.setattr(training.tune.tune, "Tuner", tuner)
+    monkeypatch.setattr(training.tune.tune, "with_parameters", functools.partial)
+    monkeypatch.setattr(training.tune.tune, "with_resources", lambda trainable, resources: trainable)
+    monkeypatch.setattr(training.tune.ray, "is_initialized", lambda: True)
+
+
+def test_a_trial_killed_for_memory_keeps_the_finished_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A standard-preset trial reached 7.2 GB; with two at once and the driver's datasets, Ray killed
+    one and the whole `vsandx train` died with the finished trials. The sweep keeps those instead."""
+    _without_ray(monkeypatch, _TunerKilledForMemory)
+    spec = SweepSpec("cnn_small", num_samples=4, overrides={"epochs": 2})
+    out = run_sweep(spec, tmp_path / "train", tmp_path / "val", tmp_path / "sweeps", progress=False)
+    assert len(out) == 1
+    assert out[0].config == {"lr": 0.01, "issue_rate": 0.5}
+    assert out[0].metrics == {"val_exact_match": 0.75, "final_exact_match": 0.75, "fit_seconds": 2.0}
+    assert [h["epoch"] for h in out[0].history] == [1, 2, 3]
+    assert out[0].folder == tmp_path / "sweeps" / "t1"
+    assert "out-of-memory killer" in capsys.readouterr().err
+    assert json.loads((tmp_path / "sweeps" / "sweep-cnn_small.json").read_text())[0]["config"]["lr"] == 0.01
+
+
+def test_other_sweep_failures_still_raise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Broken(_TunerKilledForMemory):
+        def fit(self) -> None:
+            raise RuntimeError("Caught unexpected exception") from ValueError("a bug")
+
+    _without_ray(monkeypatch, Broken)
+    with pytest.raises(RuntimeError, match="unexpected"):
+        run_sweep(SweepSpec("cnn_small", num_samples=1), tmp_path, tmp_path, tmp_path / "sweeps", progress=False)
