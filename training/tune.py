@@ -222,10 +222,10 @@ def _sweep(
     try:
         results = tuner.fit()
         done = [r for r in (results[i] for i in range(len(results))) if r.error is None and r.metrics is not None]
-        rows = [
+        rows: list[tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]] = [
             (
                 dict(r.config or {}),
-                r.metrics,
+                dict(r.metrics or {}),
                 [] if r.metrics_dataframe is None else r.metrics_dataframe.to_dict("records"),
             )
             for r in done
