@@ -130,8 +130,7 @@ class _Record(Callback):
 
     def __init__(self) -> None:
         self.results: dict[str, list[dict[str, Any]]] = {}
-        self.configs: dict[str, dict[str, Any]] = {}
-        self.done: list[str] = []
+        self.done: dict[str, dict[str, Any]] = {}  # trial id -> its config, in completion order
 
     def on_trial_result(
         self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any], **info: Any
@@ -139,15 +138,14 @@ class _Record(Callback):
         self.results.setdefault(trial.trial_id, []).append(dict(result))
 
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
-        self.configs[trial.trial_id] = dict(trial.config)
-        self.done.append(trial.trial_id)
+        self.done[trial.trial_id] = dict(trial.config)
 
     def finished(self) -> list[tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]]:
         """(config, last result, every result) of each trial that completed, in completion order."""
-        return [(self.configs[t], self.results[t][-1], self.results[t]) for t in self.done if self.results.get(t)]
+        return [(cfg, self.results[t][-1], self.results[t]) for t, cfg in self.done.items() if self.results.get(t)]
 
 
-def killed_for_memory(exc: BaseException) -> bool:
+def _killed_for_memory(exc: BaseException) -> bool:
     """Ray's out-of-memory killer ended a trial: Tune 2.60 does not count its OutOfMemoryError as a
     trial's failure and aborts the whole sweep with a RuntimeError raised from it."""
     return isinstance(exc, RuntimeError) and isinstance(exc.__cause__, OutOfMemoryError)
@@ -231,7 +229,7 @@ def _sweep(
             for r in done
         ]
     except RuntimeError as exc:
-        if not killed_for_memory(exc):
+        if not _killed_for_memory(exc):
             raise
         # a trial outgrew the machine's memory (two large trials at once): keep what finished
         rows = record.finished()
