@@ -27,11 +27,12 @@ def _count(text: str) -> int:
 MODEL_HELP = "model folder, models:/<name>@<alias> or models:/<name>/<version> (default: the registry's champion)"
 LEVELS = ("critical", "error", "warning", "info", "debug")
 TRAIN_PRESETS = """defaults, by preset (training.run.TrainConfig.preset):
-  preset  --lab  --varied  --val  --test  --samples  --families                    --seed
-  smoke      24        8      8      8          2  cnn_small                         0
-  quick     200      200    100    200          4  cnn_small                         0
-  standard  200      800    200    400          2  cnn_small,cnn_base                0
-  full     5000     2000    600   1000         16  cnn_small,cnn_base,cnn_deep      0
+  preset  --lab  --varied  --val  --test  --samples  --families                    --seed  --sweep-minutes
+  smoke      24        8      8      8          2  cnn_small                         0       0
+  quick     200      200    100    200          4  cnn_small                         0       0
+  standard  200      800    200    400          2  cnn_small,cnn_base                0      18
+  full     5000     2000    600   1000         16  cnn_small,cnn_base,cnn_deep      0       0
+(--sweep-minutes 0: no deadline)
 without --quick, --standard or --smoke the full preset runs (days on a 2-core CPU)."""
 
 
@@ -134,6 +135,11 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--samples", type=_positive, help="sweep trials per CNN family")
     tr.add_argument("--families", help="comma-separated CNN families (see models.registry)")
     tr.add_argument("--seed", type=int, help="seed of the datasets and the sweep (default: the preset's)")
+    tr.add_argument(
+        "--sweep-minutes",
+        type=float,
+        help="each family's sweep stops its trials' training at this many minutes, keeping their best epoch",
+    )
     tr.add_argument("--if-missing", action="store_true", help="only train when no champion is registered")
     tr.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     tr.set_defaults(func=offline.train)

@@ -159,6 +159,7 @@ def train(args: argparse.Namespace) -> int:
             "test": args.test,
             "samples": args.samples,
             "seed": args.seed,
+            "sweep_minutes": args.sweep_minutes,
         }.items()
         if v is not None
     }

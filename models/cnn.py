@@ -146,9 +146,11 @@ class CNNDiagnoser(Diagnoser):
         y: Sequence[Labels],
         eval_set: tuple[Sequence[BundleTensors], Sequence[Labels]] | None = None,
         on_epoch: EpochCallback | None = None,
+        deadline: float | None = None,
     ) -> Self:
         """Train from scratch; with `eval_set` (or validation_fraction > 0) stop early on its exact match and
-        keep the best epoch's weights. Per-epoch figures land in `history_` and go to `on_epoch`."""
+        keep the best epoch's weights. Per-epoch figures land in `history_` and go to `on_epoch`. Training
+        ends early where its next epoch would end past `deadline` (time.time(); models.cnn_train)."""
         check_Xy(X, y)
         device = self._device()
         # Seed weights and dropout without disturbing the caller's global RNG state.
@@ -157,7 +159,7 @@ class CNNDiagnoser(Diagnoser):
         )
         with torch.random.fork_rng(devices=cuda):
             torch.manual_seed(self.seed)
-            self._fit(X, y, eval_set, device, on_epoch)
+            self._fit(X, y, eval_set, device, on_epoch, deadline)
         return self
 
     def _fit(
@@ -167,6 +169,7 @@ class CNNDiagnoser(Diagnoser):
         eval_set: tuple[Sequence[BundleTensors], Sequence[Labels]] | None,
         device: torch.device,
         on_epoch: EpochCallback | None = None,
+        deadline: float | None = None,
     ) -> None:
         train, val = list(zip(X, y, strict=True)), None
         if eval_set is not None:
@@ -177,7 +180,7 @@ class CNNDiagnoser(Diagnoser):
             n_val = max(1, round(self.validation_fraction * len(train)))
             val, train = [train[i] for i in order[:n_val]], [train[i] for i in order[n_val:]]
         net = self._build()
-        self.history_: list[dict[str, float]] = fit_network(net, train, val, self, device, on_epoch)
+        self.history_: list[dict[str, float]] = fit_network(net, train, val, self, device, on_epoch, deadline)
         self.network_ = net.eval()  # stays on its device; eval mode from here on
 
     @torch.inference_mode()

@@ -6,9 +6,10 @@
 
 The loop: AdamW, cosine learning-rate decay, class-weighted cross-entropy per component (summed over
 kinds, averaged over labelled components), gradient-norm clipping, and early stopping on the
-validation exact match (best weights restored) when a validation set is given. Deterministic for a seed on
-CPU: weights and dropout come from torch.manual_seed (set by the caller), batch order from its own
-generator.
+validation exact match (best weights restored) when a validation set is given. A `deadline` (wall
+clock, time.time()) ends training early where the next epoch would finish past it: a sweep's budget
+on a machine slower than its preset assumed. Deterministic for a seed on CPU: weights and dropout come
+from torch.manual_seed (set by the caller), batch order from its own generator.
 """
 
 from __future__ import annotations
@@ -189,9 +190,12 @@ def fit_network(
     p: TrainParams,
     device: torch.device,
     on_epoch: EpochCallback | None = None,
+    deadline: float | None = None,
 ) -> list[dict[str, Any]]:
     """Train `net` in place, its input statistics first (from the training bundles: models/cnn_stats.py);
-    returns the per-epoch history (each record also goes to `on_epoch`)."""
+    returns the per-epoch history (each record also goes to `on_epoch`). Past `deadline` (time.time())
+    no epoch starts that the slowest one so far says would end after it; the last record then carries
+    `out_of_time` = 1. At least one epoch always runs."""
     train_arrays = [to_arrays(bt, lab, p.features) for bt, lab in train]
     val_arrays = [to_arrays(bt, lab, p.features) for bt, lab in val] if val else []
     net.set_normalisation(normalisation_stats([bt for bt, _ in train]))  # type: ignore[operator]
@@ -219,6 +223,7 @@ def fit_network(
     # under the lab -> field shift the validation loss climbs from the first epochs (a few confident
     # misses dominate it) while exact match still improves, so stopping on loss kept epoch-2 models.
     best_score, best_state, since_best = (-1.0, 0.0), None, 0
+    slowest = 0.0  # seconds: the longest epoch so far, what the next one is assumed to take
     for epoch in range(p.epochs):
         t0 = time.perf_counter()
         net.train()
@@ -266,10 +271,14 @@ def fit_network(
             else:
                 since_best += 1
         record["seconds"] = time.perf_counter() - t0
+        slowest = max(record["seconds"], slowest)
+        out_of_time = deadline is not None and epoch + 1 < p.epochs and time.time() + slowest > deadline
+        if out_of_time:
+            record["out_of_time"] = 1.0
         history.append(record)
         if on_epoch is not None:
             on_epoch(record)
-        if val_arrays and since_best >= p.patience:
+        if out_of_time or (val_arrays and since_best >= p.patience):
             break
     if best_state is not None:
         net.load_state_dict(best_state)

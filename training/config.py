@@ -20,6 +20,10 @@ class TrainConfig:
     samples: int = 16  # sweep trials per family
     max_epochs: int = 150
     grace_epochs: int = 10
+    # Wall-clock minutes for each family's sweep (0: none). At the deadline every trial stops training
+    # before an epoch would end past it and keeps its best epoch (training.tune): a preset's hour then
+    # holds on a machine slower than the one it was sized on, at some accuracy, instead of overrunning.
+    sweep_minutes: float = 0.0
     overrides: dict[str, Any] = field(default_factory=dict)  # hyperparameters fixed for every trial
     baselines: tuple[str, ...] = ("svm", "logreg", "mlp", "mnb", "minirocket")
     top_k: int = 3
@@ -67,6 +71,8 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.lab <= 0 and self.varied <= 0:
             raise ValueError("no training bundles: lab and varied are both 0")
+        if not self.sweep_minutes >= 0:  # NaN too
+            raise ValueError(f"sweep_minutes must be at least 0 (0: no deadline), got {self.sweep_minutes}")
 
     @classmethod
     def preset(cls, name: str) -> TrainConfig:
@@ -90,7 +96,9 @@ class TrainConfig:
             # Each trial three networks averaged (seeds=3), as leave-one-cause-out measures the CNNs:
             # on the same datasets 0.950 against 0.945 on the 400 test bundles (under-driven clusters
             # 0.93 against 0.90), validation 0.935 both, sweeps 19 min 25 s against 9 min 15 s on a
-            # 2-core AMD EPYC (README, "The standard preset on this code").
+            # 2-core AMD EPYC (README, "The standard preset on this code"). On a slower 2-core AMD
+            # EPYC the same sweeps took 15 min 34 s and 34 min 20 s (a cnn_base draw twice the registry
+            # recipe's cost), 67 min in all: each family's sweep now ends its trials at 18 minutes.
             return cls(
                 lab=200,
                 varied=800,
@@ -100,6 +108,7 @@ class TrainConfig:
                 samples=2,
                 max_epochs=16,
                 grace_epochs=4,
+                sweep_minutes=18,
                 overrides={"epochs": 16, "seeds": 3},
                 curve=(0.5, 1.0),
             )

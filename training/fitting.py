@@ -49,8 +49,10 @@ def fit_and_score(
     yv: Sequence[Labels],
     folder: Path | None = None,
     on_epoch: EpochCallback | None = None,
+    deadline: float | None = None,
 ) -> dict[str, float]:
-    """Fit `name` with `params`; per-epoch figures go to `on_epoch` when the model trains in epochs.
+    """Fit `name` with `params`; per-epoch figures go to `on_epoch` when the model trains in epochs, and
+    a model that trains in epochs stops before one would end past `deadline` (time.time()).
     Returns (and reports last) the validation exact match and component accuracy; saves to `folder`."""
     model = create_model(name, **params)
     t0 = time.perf_counter()
@@ -60,6 +62,8 @@ def fit_and_score(
         kwargs["eval_set"] = (Xv, yv)
     if "on_epoch" in accepts and on_epoch is not None:
         kwargs["on_epoch"] = on_epoch
+    if "deadline" in accepts and deadline is not None:
+        kwargs["deadline"] = deadline
     model.fit(X, y, **kwargs)
     fit_s = time.perf_counter() - t0
     pred = model.predict(Xv)
@@ -68,10 +72,13 @@ def fit_and_score(
         "final_component_accuracy": component_accuracy(yv, pred),
         "fit_seconds": fit_s,
     }
+    history = getattr(model, "history_", [])
+    if history and history[-1].get("out_of_time"):
+        scores["out_of_time"] = 1.0  # trained fewer epochs than asked: the deadline came first
     if folder is not None:
         model.save(folder)
     if on_epoch is not None:
-        epochs = len(getattr(model, "history_", [])) or 1
+        epochs = len(history) or 1
         on_epoch({"epoch": epochs + 1, "val_exact_match": scores["final_exact_match"], **scores})
     return scores
 

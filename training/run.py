@@ -103,6 +103,7 @@ def sweep_and_rank(
             overrides=cfg.overrides,
             warm_start=fam_warm,
             seed=cfg.seed,
+            budget_s=cfg.sweep_minutes * 60,
         )
         for n, t in enumerate(run_sweep(spec, train_dir, val_dir, out / "trials", settings.ray_address, progress)):
             trials.append(t)

@@ -7,7 +7,8 @@ VSANDX_RAY_ADDRESS setting) puts the sweep on an existing Ray cluster. Winners' 
 earlier sweep are evaluated first (warm start); a sweep with none starts from the family's registered
 recipe, so that a small sweep's result does not hang on what its few random draws happen to be.
 A trial that Ray's out-of-memory killer ends stops the sweep, not the training run: the trials that
-finished are its result.
+finished are its result. A sweep with a budget (`budget_s`) gives its trials a deadline: each stops
+training before an epoch would end past it and is scored on its best epoch so far (`out_of_time`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +50,7 @@ class SweepSpec:
     warm_start: Sequence[Mapping[str, Any]] = ()  # configs to evaluate first
     seed: int = 0
     max_concurrent: int = 0  # 0: as many as resources allow
+    budget_s: float = 0.0  # wall-clock seconds from the sweep's start to its trials' deadline; 0: none
 
 
 @dataclass
@@ -82,7 +85,9 @@ def registry_point(model: str, issue_rate: float = 0.5) -> dict[str, Any]:
     return {k: params[k] for k in search_space(model) if k in params and k != "seed"} | {"issue_rate": issue_rate}
 
 
-def _trial(config: dict[str, Any], model: str, train_dir: str, val_dir: str, out_dir: str) -> None:
+def _trial(
+    config: dict[str, Any], model: str, train_dir: str, val_dir: str, out_dir: str, deadline: float | None
+) -> None:
     torch.set_num_threads(1)  # the trial holds one CPU; more threads only fight the other trials
     params = dict(config)
     issue_rate = float(params.pop("issue_rate"))
@@ -94,7 +99,7 @@ def _trial(config: dict[str, Any], model: str, train_dir: str, val_dir: str, out
         tune.report({k: float(v) for k, v in record.items() if isinstance(v, int | float)})
 
     folder = Path(out_dir) / tune.get_context().get_trial_id()
-    fit_and_score(model, params, X, y, Xv, yv, folder, on_epoch=report)
+    fit_and_score(model, params, X, y, Xv, yv, folder, on_epoch=report, deadline=deadline)
 
 
 class _Progress(Callback):
@@ -187,6 +192,7 @@ def _sweep(
             train_dir=str(train_dir.resolve()),
             val_dir=str(val_dir.resolve()),
             out_dir=str(out_dir.resolve()),
+            deadline=time.time() + spec.budget_s if spec.budget_s > 0 else None,
         ),
         {"cpu": 1, "gpu": gpu},
     )
@@ -245,7 +251,7 @@ def _sweep(
         final = {
             k: float(v)
             for k, v in metrics.items()
-            if (k.startswith(("val_", "final_")) or k == "fit_seconds")
+            if (k.startswith(("val_", "final_")) or k in ("fit_seconds", "out_of_time"))
             and isinstance(v, int | float)
             and not np.isnan(v)
         }

@@ -85,6 +85,8 @@ def test_train_with_no_training_bundles_exits_2_before_any_work(
     monkeypatch.setenv("VSANDX_DATA_DIR", str(tmp_path))
     assert main(["train", "--quick", "--lab", "0", "--varied", "0", "-q"]) == 2
     assert "lab and varied are both 0" in capsys.readouterr().err
+    assert main(["train", "--quick", "--sweep-minutes", "-1", "-q"]) == 2
+    assert "sweep_minutes must be at least 0" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing simulated, no MLflow store
 
 
@@ -98,6 +100,7 @@ def test_train_help_states_the_presets_as_they_are() -> None:
         assert row[1:] == [str(v) for v in (c.lab, c.varied, c.val, c.test, c.samples)] + [
             ",".join(c.families),
             str(c.seed),
+            f"{c.sweep_minutes:g}",
         ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -104,3 +105,16 @@ def test_fit_network_reports_each_epoch(lab: LabData) -> None:
     val = list(zip(X[4:6], y[4:6], strict=True))
     history = fit_network(net, list(zip(X[:4], y[:4], strict=True)), val, params, torch.device("cpu"), seen.append)
     assert seen == history and [r["epoch"] for r in seen] == [1, 2]
+
+
+def test_fit_stops_before_an_epoch_would_end_past_its_deadline(lab: LabData) -> None:
+    """A sweep's budget: no epoch starts that would end past the deadline, the best epoch is kept, and the
+    stop is on the record; without one (or far from it) every epoch runs."""
+    X, y = lab.train
+    kw = {"epochs": 3, "patience": 5, "seed": 1, "device": "cpu", "width": 8, "depth": 1}
+    late = create_model("cnn_small", **kw).fit(X[:6], y[:6], eval_set=(X[6:8], y[6:8]), deadline=time.time())
+    assert [h["epoch"] for h in late.history_] == [1] and late.history_[-1]["out_of_time"] == 1.0
+    assert len(late.predict_proba(X[8:9])) == 1  # a usable model: its one epoch's weights
+    far = create_model("cnn_small", **kw).fit(X[:6], y[:6], eval_set=(X[6:8], y[6:8]), deadline=time.time() + 3600)
+    assert [h["epoch"] for h in far.history_] == [1, 2, 3]
+    assert not any("out_of_time" in h for h in far.history_)

@@ -14,6 +14,8 @@ def test_presets_grow_from_smoke_to_full() -> None:
     # the standard preset leans on varied field bundles (the leave-one-cause-out figure favours them)
     assert standard.varied > standard.lab and standard.families == ("cnn_small", "cnn_base")
     assert quick.test >= 200 and standard.test >= quick.test  # enough test bundles to measure on
+    # the standard's hour: its sweeps' deadlines leave the datasets, baselines and scoring 20 minutes
+    assert 0 < standard.sweep_minutes * len(standard.families) <= 40
     for c in (smoke, quick, standard, full):
         assert c.priors == ("rules",) and c.calibration == "temperature"
 
@@ -23,3 +25,5 @@ def test_refused_configurations() -> None:
         TrainConfig.preset("huge")
     with pytest.raises(ValueError, match="no training bundles"):
         TrainConfig(lab=0, varied=0)
+    with pytest.raises(ValueError, match="sweep_minutes must be at least 0"):
+        TrainConfig(sweep_minutes=-1)

@@ -70,6 +70,17 @@ def test_sweep_with_relative_paths(data: tuple[Path, Path, Path], monkeypatch: p
     assert {k: out[0].config[k] for k in expected} == expected
 
 
+def test_a_sweep_budget_ends_its_trials_with_a_saved_model(data: tuple[Path, Path, Path]) -> None:
+    """Past the sweep's budget a trial trains no further epoch: one epoch of three, scored and saved, and
+    its metrics say the deadline ended it."""
+    root, train, val = data
+    spec = SweepSpec("cnn_small", num_samples=1, overrides={"epochs": 3, "width": 16}, seed=5, budget_s=0.001)
+    (out,) = run_sweep(spec, train, val, root / "budget", progress=False)
+    assert out.metrics["out_of_time"] == 1.0
+    assert [h["epoch"] for h in out.history] == [1, 2]  # one epoch, then the final scores' report
+    assert out.folder is not None and (out.folder / "config.json").exists()
+
+
 def test_registry_point_is_the_family_recipe() -> None:
     point = registry_point("cnn_deep", issue_rate=0.4)
     assert set(point) == set(search_space("cnn_deep")) - {"seed"} | {"issue_rate"}
