@@ -4,12 +4,13 @@ on fresh objects, whatever a training run memoised for the bundles (models.memo)
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from models.features import bundle_features
-from training.report import LATENCY_BUNDLES, score_model
+from training.report import LATENCY_BUNDLES, Results, score_model, write_report
 
 
 class Bundle:  # stands in for BundleTensors: the memo keys on identity
@@ -43,3 +44,12 @@ def test_latency_is_read_on_fresh_bundles_inside_a_training_runs_hold(monkeypatc
         s = score_model("reader", "baseline", Reader(), X, y, 0.0)  # type: ignore[arg-type]
     assert s.exact_match == 1.0 and s.healthy_all_none == 1.0
     assert len(computed) == LATENCY_BUNDLES and s.predict_ms_p50 >= 5.0  # the sampled ones, computed afresh
+
+
+def test_the_report_says_which_trials_the_deadline_ended(tmp_path: Path) -> None:
+    trials = [{"epochs": 16, "val_exact_match": 0.9}, {"epochs": 16, "val_exact_match": 0.8, "out_of_time": 1.0}]
+    text = write_report(Results({"sweep_minutes": 18}, [], trials), tmp_path).read_text()
+    assert "## Sweep: 2 trials" in text
+    assert "1 of them reached the sweep's deadline (18 minutes a family)" in text
+    on_time = write_report(Results({"sweep_minutes": 18}, [], trials[:1]), tmp_path / "b").read_text()
+    assert "deadline" not in on_time
