@@ -97,8 +97,9 @@ class TrainConfig:
             # on the same datasets 0.950 against 0.945 on the 400 test bundles (under-driven clusters
             # 0.93 against 0.90), validation 0.935 both, sweeps 19 min 25 s against 9 min 15 s on a
             # 2-core AMD EPYC (README, "The standard preset on this code"). On a slower 2-core AMD
-            # EPYC the same sweeps took 15 min 34 s and 34 min 20 s (a cnn_base draw twice the registry
-            # recipe's cost), 67 min in all: each family's sweep now ends its trials at 18 minutes.
+            # EPYC the same sweeps took 15 min 34 s and 34 min 20 s (a cnn_base draw of width 64: 111-118 s
+            # an epoch against the recipe's 57-61 s beside it on an Intel Xeon), 67 min in all: each
+            # family's sweep now ends its trials at 18 minutes (48 min 23 s on that Xeon, README).
             return cls(
                 lab=200,
                 varied=800,
