@@ -255,6 +255,8 @@ def _sweep(
             and isinstance(v, int | float)
             and not np.isnan(v)
         }
+        if "final_exact_match" not in final:  # ASHA stopped it on the epoch that ran out of time: unscored
+            final.pop("out_of_time", None)
         outcomes.append(TrialOutcome(spec.model, config, final, history, saved))
     outcomes.sort(key=lambda o: o.metrics.get("final_exact_match", o.metrics.get(METRIC, 0.0)), reverse=True)
     (out_dir / f"sweep-{spec.model}.json").write_text(

@@ -118,3 +118,36 @@ def test_fit_stops_before_an_epoch_would_end_past_its_deadline(lab: LabData) -> 
     far = create_model("cnn_small", **kw).fit(X[:6], y[:6], eval_set=(X[6:8], y[6:8]), deadline=time.time() + 3600)
     assert [h["epoch"] for h in far.history_] == [1, 2, 3]
     assert not any("out_of_time" in h for h in far.history_)
+
+
+class _Clock:
+    """models.cnn_train's clock: each epoch ends `durations[i]` seconds after it began, from 0."""
+
+    def __init__(self, durations: list[float]) -> None:
+        self.now, self.durations, self.calls = 0.0, durations, 0
+
+    def perf_counter(self) -> float:  # called as an epoch begins, then as it ends
+        if self.calls % 2:
+            self.now += self.durations[self.calls // 2]
+        self.calls += 1
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+
+def test_the_next_epoch_is_assumed_to_take_as_long_as_the_last(lab: LabData, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A slow first epoch (a sweep starting beside it) does not end training that later, faster epochs fit
+    before the deadline; an epoch as long as the last that would end past it does."""
+    X, y = lab.train
+    kw = {"epochs": 4, "patience": 5, "seed": 1, "device": "cpu", "width": 8, "depth": 1}
+
+    def epochs(durations: list[float], deadline: float) -> list[int]:
+        monkeypatch.setattr("models.cnn_train.time", _Clock(durations))
+        m = create_model("cnn_small", **kw).fit(X[:6], y[:6], eval_set=(X[6:8], y[6:8]), deadline=deadline)
+        return [h["epoch"] for h in m.history_]
+
+    # 30 s, then 10 s each: 30 + 30 and 40 + 10 both fit under 65 (the slowest, 30, would have stopped at 2)
+    assert epochs([30, 10, 10, 10], deadline=65) == [1, 2, 3, 4]
+    # 20 s, then 10: at 40 after three epochs a fourth would end at 50, past 45 (the slowest: after two)
+    assert epochs([20, 10, 10, 10], deadline=45) == [1, 2, 3]
