@@ -1,0 +1,123 @@
+"""A trained champion on bundles of another source: the clean-room generator (data/cleanroom), written
+from ../shared/spec alone, sharing no code, no causes and no numbers with data/simulate (issue 17).
+
+    .venv/bin/python benchmarks/bench_cleanroom.py --data var [--n 200] [--seed 1] [--sets var/bench-cleanroom]
+        [--wrong]
+
+Loads the served model the newest `vsandx train` run under DATA saved (as bench_prior_weight does),
+writes --n clean-room bundles (.tgz, as a user would upload them), reads each through the one pipeline
+path (`training.datasets.build_labelled`, i.e. `pipeline.load_bundle`) and scores, side by side on the
+clean-room bundles and on the run's own field test set: the served model, its CNN members averaged, and
+each other member alone (the rules, the mlp). One JSON line per (set, model): exact match, healthy
+bundles called healthy, recall and precision per fault, and the faults each fault was taken for. A
+labelled component the pipeline did not report counts as called `none` (and is counted: `unseen`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tarfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench_accuracy import wrong  # noqa: E402
+from bench_calibration import champion, run_set  # noqa: E402
+
+from data.cleanroom import write_cleanroom  # noqa: E402
+from models.cnn import CNNDiagnoser  # noqa: E402
+from models.ensemble import EnsembleDiagnoser  # noqa: E402
+from models.features import hold_features  # noqa: E402
+from models.metrics import exact_match, per_fault  # noqa: E402
+from training.datasets import LabelledBundle, build_labelled, load_dataset  # noqa: E402
+from training.fitting import is_faulty  # noqa: E402
+
+
+def cleanroom_set(root: Path, n: int, seed: int) -> tuple[Path, list[str]]:
+    """The dataset folder of n clean-room bundles of `seed`, written and read once per (n, seed), and
+    the bundles' file names in the dataset's order (by content hash)."""
+    raw = root / f"bundles-{seed}-{n}"
+    paths = sorted(raw.glob("*.tgz")) if raw.is_dir() else []
+    if len(paths) != n:
+        paths = write_cleanroom(raw, n, seed)
+    items = []
+    for p in paths:
+        with tarfile.open(p) as tf:
+            member = tf.extractfile("labels.json")
+            assert member is not None, f"{p}: no labels.json"
+            labels = json.loads(member.read())["components"]
+        items.append(LabelledBundle(hashlib.sha256(p.read_bytes()).hexdigest(), p, labels))
+    folder = build_labelled(items, root, source=f"cleanroom{seed}")
+    return folder, [it.path.name for it in sorted(items, key=lambda it: it.sha256)]
+
+
+def scored(
+    name: str, y: list[dict[str, str]], pred: list[dict[str, str]], names: list[str] | None, show_wrong: bool
+) -> dict[str, Any]:
+    unseen = sum(c not in p for p, t in zip(pred, y, strict=True) for c in t)
+    pred = [{c: p.get(c, "none") for c in t} for p, t in zip(pred, y, strict=True)]
+    healthy = [not is_faulty(p) for p, t in zip(pred, y, strict=True) if not is_faulty(t)]
+    taken: dict[str, Counter[str]] = {}
+    for p, t in zip(pred, y, strict=True):
+        for c, lab in t.items():
+            if lab != "none" and p[c] != lab:
+                taken.setdefault(lab, Counter())[p[c]] += 1
+    every = per_fault(y, pred)
+    faults = {f: v for f, v in every.items() if v["support"]}
+    return {
+        "model": name,
+        "n": len(y),
+        "exact_match": round(exact_match(y, pred), 4),
+        "healthy_all_none": round(sum(healthy) / max(1, len(healthy)), 3),
+        "healthy_n": len(healthy),
+        "recall": {f: round(v["recall"], 2) for f, v in faults.items()},
+        "precision": {f: round(v["precision"], 2) for f, v in every.items() if v["precision"] or v["support"]},
+        "support": {f: v["support"] for f, v in faults.items()},
+        "taken_for": {f: dict(c.most_common()) for f, c in taken.items()},
+        "unseen": unseen,
+    } | ({"wrong": [[names[w[0]] if names else w[0], *w[1:]] for w in wrong(y, pred)]} if show_wrong else {})
+
+
+def rows(model: Any) -> list[tuple[str, Any]]:
+    """The served model, its CNNs averaged, and each other member of its ensemble alone."""
+    ens = getattr(model, "base_", model)
+    out: list[tuple[str, Any]] = [("served", model)]
+    if isinstance(ens, EnsembleDiagnoser):
+        cnns = [m for m in ens.models_ if isinstance(m, CNNDiagnoser)]
+        if cnns:
+            out.append((f"cnn x{len(cnns)}", EnsembleDiagnoser.of(cnns, [1.0 / len(cnns)] * len(cnns))))
+        out += [(m.name, m) for m in ens.models_ if not isinstance(m, CNNDiagnoser)]
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", required=True, help="the VSANDX_DATA_DIR of a `vsandx train` run")
+    ap.add_argument("--n", type=int, default=200, help="clean-room bundles")
+    ap.add_argument("--seed", type=int, default=1, help="the clean-room generator's seed")
+    ap.add_argument("--sets", default=str(REPO / "var" / "bench-cleanroom"), help="where bundles and tensors go")
+    ap.add_argument("--test-seed", type=int, default=3, help="the run's own field test set (3 for seed 0)")
+    ap.add_argument("--wrong", action="store_true", help="also list each wrong component: [bundle, id, truth, said]")
+    args = ap.parse_args()
+    root = Path(args.data)
+    model = champion(root)
+    sets = {
+        "cleanroom": cleanroom_set(Path(args.sets), args.n, args.seed),
+        "own field test": (run_set(root, args.test_seed), None),
+    }
+    for set_name, (folder, names) in sets.items():
+        X, y = load_dataset(folder)
+        with hold_features(len(X)):  # each bundle's features and rule margins once for every row
+            for name, m in rows(model):
+                print(json.dumps({"set": set_name, **scored(name, y, m.predict(X), names, args.wrong)}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
