@@ -11,7 +11,8 @@ dataset of field bundles with that seed, already built by the run). Prints exact
 healthy bundles called healthy and the faults whose recall falls below 1 per weight. `--kind-member
 disk=1.5` weighs the members voting on disks only at 1.5 there instead of their served weight (the mlp's
 weight on disks; give --weights the served prior weight to vary that alone). `--seed 2` scores the
-validation set instead; `--wrong` lists the components each weighting gets wrong.
+validation set instead; `--cleanroom 2` the clean-room generator's 200 bundles of seed 2 (bench_cleanroom,
+written and read once under --sets); `--wrong` lists the components each weighting gets wrong.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from bench_accuracy import wrong  # noqa: E402
 from bench_calibration import champion, run_set  # noqa: E402
+from bench_cleanroom import cleanroom_set  # noqa: E402
 from bench_generalise import combination  # noqa: E402
 
 from models.cnn import CNNDiagnoser  # noqa: E402
@@ -52,6 +54,14 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=3, help="seed of the run's field test set (seed*10+3; 3 for seed 0)")
     ap.add_argument("--kind-member", action="append", default=[], metavar="KIND=W", type=_kind_weight,
                     help="weigh the members voting on KIND only at W there (repeatable)")  # fmt: skip
+    ap.add_argument(
+        "--cleanroom",
+        type=int,
+        default=None,
+        metavar="SEED",
+        help="score the clean-room generator's bundles of SEED instead of the run's own set",
+    )
+    ap.add_argument("--sets", default=str(REPO / "var" / "bench-cleanroom"), help="where --cleanroom's bundles go")
     ap.add_argument("--wrong", action="store_true", help="also list each wrong component: [bundle, id, truth, said]")
     args = ap.parse_args()
     root = Path(args.data)
@@ -67,17 +77,27 @@ def main() -> int:
             ap.error(f"--kind-member {kd}={kw}: {kd} has no weights of its own in this ensemble (these do: {own})")
         # a kind member weighs 0 everywhere but on its kinds: those weights are the ones to change
         served[kd] = [float(kw) if base == 0 else v for v, base in zip(served[kd], ens.weights[k + 1 :], strict=True)]
-    X, y = load_dataset(run_set(root, args.seed))
+    if args.cleanroom is None:
+        folder = run_set(root, args.seed)
+    else:
+        folder, _ = cleanroom_set(Path(args.sets), 200, args.cleanroom)
+    X, y = load_dataset(folder)
+
+    def pred_of(model: EnsembleDiagnoser) -> list[dict[str, str]]:
+        """Its calls on each labelled component; one the pipeline did not report reads `none` (bench_cleanroom)."""
+        return [{c: p.get(c, "none") for c in t} for p, t in zip(model.predict(X), y, strict=True)]
+
     cnn_w, rest = [1.0 / k] * k, list(ens.weights[k + 1 :])
     with hold_features(len(X)):  # each bundle's features and margins once for every weight
         for entry in args.weights.split(","):
             _, (w,), by_kind = combination(f"prior*{entry}")  # "0.5@cluster=2": 0.5, but 2 on clusters
             kinds = {kd: [*cnn_w, by_kind.get(kd, [w])[0], *served.get(kd, rest)] for kd in {*by_kind, *served}}
             model = EnsembleDiagnoser.of([*cnns, prior, *others], [*cnn_w, w, *rest], kinds)
-            pred = model.predict(X)
+            pred = pred_of(model)
             low = {f: round(v["recall"], 2) for f, v in per_fault(y, pred).items() if v["support"] and v["recall"] < 1}
             healthy = [not is_faulty(p) for p, t in zip(pred, y, strict=True) if not is_faulty(t)]
             print(json.dumps({"prior": prior.name, "weight": entry, "kind_member": args.kind_member, "n": len(X),
+                              "set": folder.name,
                               "exact_match": round(exact_match(y, pred), 4),
                               "healthy_all_none": round(sum(healthy) / max(1, len(healthy)), 3),
                               "recall_below_1": low} | ({"wrong": wrong(y, pred)} if args.wrong else {})))  # fmt: skip

@@ -108,7 +108,10 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         # a port at its own rated speed (a 1 GbE management port) is measured against the design only
         # where it is the host's vSAN uplink: on an idle host it may carry a share of little
         own_rate = (n["rated_gbps"] <= n["speed_gbps"]) & (n["uplink"] < 0.5)
-        slow = np.where((n["vsan_share"] >= th["uplink_share"]) & ~own_rate, below, np.nan)
+        # ... and a vSAN uplink at its own rated speed above 1 GbE (a 10 GbE host in a cluster grown with
+        # 25 GbE ones) is another generation of hardware, not a link that negotiated down
+        own_gen = (n["rated_gbps"] <= n["speed_gbps"]) & (n["speed_gbps"] > th["own_rate_max_gbps"])
+        slow = np.where((n["vsan_share"] >= th["uplink_share"]) & ~own_rate & ~own_gen, below, np.nan)
         top, cap = n["tput_top_mbs"], n["cap_mbs"]
         # speed unknown (no nicinfo, no logged link-up): read off the uplink's throughput, flat at its top
         # for a share of the window while its peers carry more, or stepped down to a rate and held there

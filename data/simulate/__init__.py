@@ -2,4 +2,4 @@
 
 # Bump when the physical model, the fault injection or a writer changes what a seed produces:
 # cached datasets key on it.
-SIMULATOR_VERSION = "3"
+SIMULATOR_VERSION = "4"

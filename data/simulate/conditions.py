@@ -51,7 +51,9 @@ def build_conditions(cluster: Cluster, plan: Plan, wl: Workload, rng: Rng) -> Co
     dev_mult = np.exp(rng.normal(0, 0.06, size=(n, n_d))) * rng.uniform(0.85, 1.15, size=n_d)
     hot = np.zeros((n, n_d))
     destage_mult = rng.uniform(0.9, 1.1, size=n_g) * np.ones((n, 1))
-    link_bps = np.full((n, n_h), cluster.link_mbps / 8 * 1e6 * 0.94)
+    # each host's vSAN uplink at its own speed: a cluster may keep hosts of an older, slower generation
+    speeds = np.array([h.nics[h.vsan_nic].speed_mbps for h in hosts], dtype=float)
+    link_bps = np.tile(speeds / 8 * 1e6 * 0.94, (n, 1))
     half = np.zeros((n, n_h), dtype=bool)
     net = netfx.new_netfx(n, n_h)
     hours = plan.grid.dt * np.arange(n) / 3600.0

@@ -289,7 +289,28 @@ def _field(rng: Rng, dedup_flash: bool) -> Cluster:
         )
         for i in range(n_hosts)
     ]
+    if link == 25000:
+        _older_generation(hosts, rng.spawn(1)[0])
     return Cluster("field", _uuid(rng, "52"), storage, dedup, link, mtu, hosts)
+
+
+OLDER_GENERATION_P = 0.25  # 25 GbE field clusters that still hold 10 GbE hosts
+
+
+def _older_generation(hosts: list[Host], rng: Rng) -> None:
+    """A cluster grown with 25 GbE hosts keeps some of its 10 GbE ones (up to half): their ports run
+    at their own rated 10 Gb/s, which is the hardware, not a link that negotiated down. A child
+    stream (spawning draws nothing from `rng`), so every other bundle stays as it was drawn."""
+    if rng.random() >= OLDER_GENERATION_P:
+        return
+    k = int(rng.integers(1, max(1, len(hosts) // 2) + 1))
+    drv, desc = _NIC_HW[10000]
+    for h in rng.choice(len(hosts), size=k, replace=False):
+        host = hosts[int(h)]
+        host.nics = [
+            replace(n, speed_mbps=10000, driver=drv, description=desc) if n.link_up and n.speed_mbps == 25000 else n
+            for n in host.nics
+        ]
 
 
 def _field_host_p() -> np.ndarray:
