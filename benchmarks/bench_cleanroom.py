@@ -22,19 +22,19 @@ import sys
 import tarfile
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench_accuracy import wrong  # noqa: E402
+from bench_accuracy import score  # noqa: E402
 from bench_calibration import champion, run_set  # noqa: E402
 
 from data.cleanroom import write_cleanroom  # noqa: E402
 from models.cnn import CNNDiagnoser  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
 from models.features import hold_features  # noqa: E402
-from models.metrics import exact_match, per_fault  # noqa: E402
+from models.metrics import per_fault  # noqa: E402
 from training.datasets import LabelledBundle, build_labelled, load_dataset  # noqa: E402
 from training.fitting import is_faulty  # noqa: E402
 
@@ -57,31 +57,33 @@ def cleanroom_set(root: Path, n: int, seed: int) -> tuple[Path, list[str]]:
     return folder, [it.path.name for it in sorted(items, key=lambda it: it.sha256)]
 
 
+def as_labelled(pred: list[dict[str, str]], y: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The calls on each labelled component: one the pipeline did not report reads `none`."""
+    return [{c: p.get(c, "none") for c in t} for p, t in zip(pred, y, strict=True)]
+
+
 def scored(
     name: str, y: list[dict[str, str]], pred: list[dict[str, str]], names: list[str] | None, show_wrong: bool
 ) -> dict[str, Any]:
     unseen = sum(c not in p for p, t in zip(pred, y, strict=True) for c in t)
-    pred = [{c: p.get(c, "none") for c in t} for p, t in zip(pred, y, strict=True)]
-    healthy = [not is_faulty(p) for p, t in zip(pred, y, strict=True) if not is_faulty(t)]
+    labelled = as_labelled(pred, y)
+    out = score(y, labelled)  # exact match, component accuracy, healthy, recall, the wrong components
+    bad = cast(list[list[Any]], out.pop("wrong"))  # [bundle index, component, truth, said]
     taken: dict[str, Counter[str]] = {}
-    for p, t in zip(pred, y, strict=True):
-        for c, lab in t.items():
-            if lab != "none" and p[c] != lab:
-                taken.setdefault(lab, Counter())[p[c]] += 1
-    every = per_fault(y, pred)
-    faults = {f: v for f, v in every.items() if v["support"]}
+    for _, _, truth, said in bad:
+        if truth != "none":
+            taken.setdefault(truth, Counter())[said] += 1
+    every = per_fault(y, labelled)
     return {
         "model": name,
         "n": len(y),
-        "exact_match": round(exact_match(y, pred), 4),
-        "healthy_all_none": round(sum(healthy) / max(1, len(healthy)), 3),
-        "healthy_n": len(healthy),
-        "recall": {f: round(v["recall"], 2) for f, v in faults.items()},
+        **out,
+        "healthy_n": sum(not is_faulty(t) for t in y),
         "precision": {f: round(v["precision"], 2) for f, v in every.items() if v["precision"] or v["support"]},
-        "support": {f: v["support"] for f, v in faults.items()},
+        "support": {f: v["support"] for f, v in every.items() if v["support"]},
         "taken_for": {f: dict(c.most_common()) for f, c in taken.items()},
         "unseen": unseen,
-    } | ({"wrong": [[names[w[0]] if names else w[0], *w[1:]] for w in wrong(y, pred)]} if show_wrong else {})
+    } | ({"wrong": [[names[i] if names else i, *rest] for i, *rest in bad]} if show_wrong else {})
 
 
 def rows(model: Any) -> list[tuple[str, Any]]:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from bench_accuracy import wrong  # noqa: E402
 from bench_calibration import champion, run_set  # noqa: E402
-from bench_cleanroom import cleanroom_set  # noqa: E402
+from bench_cleanroom import as_labelled, cleanroom_set  # noqa: E402
 from bench_generalise import combination  # noqa: E402
 
 from models.cnn import CNNDiagnoser  # noqa: E402
@@ -82,18 +82,13 @@ def main() -> int:
     else:
         folder, _ = cleanroom_set(Path(args.sets), 200, args.cleanroom)
     X, y = load_dataset(folder)
-
-    def pred_of(model: EnsembleDiagnoser) -> list[dict[str, str]]:
-        """Its calls on each labelled component; one the pipeline did not report reads `none` (bench_cleanroom)."""
-        return [{c: p.get(c, "none") for c in t} for p, t in zip(model.predict(X), y, strict=True)]
-
     cnn_w, rest = [1.0 / k] * k, list(ens.weights[k + 1 :])
     with hold_features(len(X)):  # each bundle's features and margins once for every weight
         for entry in args.weights.split(","):
             _, (w,), by_kind = combination(f"prior*{entry}")  # "0.5@cluster=2": 0.5, but 2 on clusters
             kinds = {kd: [*cnn_w, by_kind.get(kd, [w])[0], *served.get(kd, rest)] for kd in {*by_kind, *served}}
             model = EnsembleDiagnoser.of([*cnns, prior, *others], [*cnn_w, w, *rest], kinds)
-            pred = pred_of(model)
+            pred = as_labelled(model.predict(X), y)
             low = {f: round(v["recall"], 2) for f, v in per_fault(y, pred).items() if v["support"] and v["recall"] < 1}
             healthy = [not is_faulty(p) for p, t in zip(pred, y, strict=True) if not is_faulty(t)]
             print(json.dumps({"prior": prior.name, "weight": entry, "kind_member": args.kind_member, "n": len(X),

@@ -105,13 +105,12 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
     with np.errstate(invalid="ignore", divide="ignore"):
         # below the design speed, or below the port's own rated speed (NaN where neither is known)
         below = np.fmax(n["design_gbps"], n["rated_gbps"]) / n["speed_gbps"]
-        # a port at its own rated speed (a 1 GbE management port) is measured against the design only
-        # where it is the host's vSAN uplink: on an idle host it may carry a share of little
-        own_rate = (n["rated_gbps"] <= n["speed_gbps"]) & (n["uplink"] < 0.5)
-        # ... and a vSAN uplink at its own rated speed above 1 GbE (a 10 GbE host in a cluster grown with
-        # 25 GbE ones) is another generation of hardware, not a link that negotiated down
-        own_gen = (n["rated_gbps"] <= n["speed_gbps"]) & (n["speed_gbps"] > th["own_rate_max_gbps"])
-        slow = np.where((n["vsan_share"] >= th["uplink_share"]) & ~own_rate & ~own_gen, below, np.nan)
+        # a port at its own rated speed is measured against the design only where it is the host's vSAN
+        # uplink (a 1 GbE management port on an idle host may carry a share of little) and at most 1 Gb/s
+        # (a 10 GbE host in a cluster grown with 25 GbE ones is another generation, not a slow link)
+        at_rating = n["rated_gbps"] <= n["speed_gbps"]
+        excused = at_rating & ((n["uplink"] < 0.5) | (n["speed_gbps"] > th["own_rate_max_gbps"]))
+        slow = np.where((n["vsan_share"] >= th["uplink_share"]) & ~excused, below, np.nan)
         top, cap = n["tput_top_mbs"], n["cap_mbs"]
         # speed unknown (no nicinfo, no logged link-up): read off the uplink's throughput, flat at its top
         # for a share of the window while its peers carry more, or stepped down to a rate and held there

@@ -99,10 +99,11 @@ THRESHOLDS: Final[dict[str, float]] = {
     # siblings' I/O is idle, no hot spot, whatever its latency: an idle device's few reads can read
     # 0.9 ms at 4x its siblings (healthy disks that fired at the 0.5 ms / 4x rule alone). faults.md
     # gives a hot spot no I/O rate, and reads serialised on one flash channel serve fewer I/Os at the
-    # same outstanding count (Little's law): a bar at the siblings' own rate (1.0) missed 6 of the
-    # clean-room generator's 27 hot spots (seed 1, serving 0.14-0.88 of their siblings' I/O at 3-7 ms,
-    # 4 of them taken for slow devices); at 0.1 it misses 2, and the simulator's 700 bundles of the
-    # quick preset read the same at both (21 of 22 found, 5 false).
+    # same outstanding count (Little's law): a bar at the siblings' own rate (1.0) vetoed 4 of the
+    # clean-room generator's 27 hot spots (seed 1: 3-7 ms at 18-40x their siblings, serving 0.14-0.88
+    # of their I/O), each taken for a slow device; at 0.1 it finds 25 (the 2 missed are mild: 0.4-0.6 ms
+    # at 2.4-2.9x), and the simulator's 700 bundles of the quick preset read the same at both (21 of
+    # 22 found, 5 false).
     "hot_few_read_ms": 0.2,
     "hot_few_read_vs_peers": 2.0,
     "hot_few_iops_vs_peers": 3.0,
