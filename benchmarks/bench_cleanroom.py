@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 from bench_accuracy import score  # noqa: E402
 from bench_calibration import champion, run_set  # noqa: E402
 
-from data.cleanroom import write_cleanroom  # noqa: E402
+from data.sources import WRITERS as SOURCES  # noqa: E402
 from models.cnn import CNNDiagnoser  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
 from models.features import hold_features  # noqa: E402
@@ -39,13 +39,13 @@ from training.datasets import LabelledBundle, build_labelled, load_dataset  # no
 from training.fitting import is_faulty  # noqa: E402
 
 
-def cleanroom_set(root: Path, n: int, seed: int) -> tuple[Path, list[str]]:
-    """The dataset folder of n clean-room bundles of `seed`, written and read once per (n, seed), and
-    the bundles' file names in the dataset's order (by content hash)."""
-    raw = root / f"bundles-{seed}-{n}"
+def cleanroom_set(root: Path, n: int, seed: int, source: str = "cleanroom") -> tuple[Path, list[str]]:
+    """The dataset folder of n bundles of `seed` from one of SOURCES, written and read once per
+    (source, n, seed), and the bundles' file names in the dataset's order (by content hash)."""
+    raw = root / (f"bundles-{seed}-{n}" if source == "cleanroom" else f"{source}-{seed}-{n}")
     paths = sorted(raw.glob("*.tgz")) if raw.is_dir() else []
     if len(paths) != n:
-        paths = write_cleanroom(raw, n, seed)
+        paths = SOURCES[source](raw, n, seed)
     items = []
     for p in paths:
         with tarfile.open(p) as tf:
@@ -53,7 +53,7 @@ def cleanroom_set(root: Path, n: int, seed: int) -> tuple[Path, list[str]]:
             assert member is not None, f"{p}: no labels.json"
             labels = json.loads(member.read())["components"]
         items.append(LabelledBundle(hashlib.sha256(p.read_bytes()).hexdigest(), p, labels))
-    folder = build_labelled(items, root, source=f"cleanroom{seed}")
+    folder = build_labelled(items, root, source=f"{source}{seed}")
     return folder, [it.path.name for it in sorted(items, key=lambda it: it.sha256)]
 
 
@@ -93,7 +93,8 @@ def rows(model: Any) -> list[tuple[str, Any]]:
     if isinstance(ens, EnsembleDiagnoser):
         cnns = [m for m in ens.models_ if isinstance(m, CNNDiagnoser)]
         if cnns:
-            out.append((f"cnn x{len(cnns)}", EnsembleDiagnoser.of(cnns, [1.0 / len(cnns)] * len(cnns))))
+            mean = EnsembleDiagnoser.of(cnns, [1.0 / len(cnns)] * len(cnns), alone=ens.alone)
+            out.append((f"cnn x{len(cnns)}", mean))
         out += [(m.name, m) for m in ens.models_ if not isinstance(m, CNNDiagnoser)]
     return out
 
@@ -102,17 +103,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, help="the VSANDX_DATA_DIR of a `vsandx train` run")
     ap.add_argument("--n", type=int, default=200, help="clean-room bundles")
-    ap.add_argument("--seed", type=int, default=1, help="the clean-room generator's seed")
+    ap.add_argument("--seed", type=int, default=1, help="the generator's seed")
+    ap.add_argument("--source", default="cleanroom", help=f"comma-separated, of {', '.join(SOURCES)}")
     ap.add_argument("--sets", default=str(REPO / "var" / "bench-cleanroom"), help="where bundles and tensors go")
     ap.add_argument("--test-seed", type=int, default=3, help="the run's own field test set (3 for seed 0)")
+    ap.add_argument("--no-alone", action="store_true", help="score without models.alone")
     ap.add_argument("--wrong", action="store_true", help="also list each wrong component: [bundle, id, truth, said]")
     args = ap.parse_args()
     root = Path(args.data)
     model = champion(root)
-    sets = {
-        "cleanroom": cleanroom_set(Path(args.sets), args.n, args.seed),
-        "own field test": (run_set(root, args.test_seed), None),
+    if args.no_alone:
+        getattr(model, "base_", model).alone = ()
+    sets: dict[str, tuple[Path, list[str] | None]] = {
+        src: cleanroom_set(Path(args.sets), args.n, args.seed, src) for src in args.source.split(",")
     }
+    sets["own field test"] = (run_set(root, args.test_seed), None)
     for set_name, (folder, names) in sets.items():
         X, y = load_dataset(folder)
         with hold_features(len(X)):  # each bundle's features and rule margins once for every row

@@ -24,14 +24,21 @@ def _count(text: str) -> int:
     return n
 
 
+def _source(text: str) -> tuple[str, int]:
+    name, sep, n = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected NAME=N (e.g. cleanroom=100), got {text!r}")
+    return name, _count(n)
+
+
 MODEL_HELP = "model folder, models:/<name>@<alias> or models:/<name>/<version> (default: the registry's champion)"
 LEVELS = ("critical", "error", "warning", "info", "debug")
 TRAIN_PRESETS = """defaults, by preset (training.run.TrainConfig.preset):
-  preset  --lab  --varied  --val  --test  --samples  --families                    --seed  --sweep-minutes
-  smoke      24        8      8      8          2  cnn_small                         0       0
-  quick     200      200    100    200          4  cnn_small                         0       0
-  standard  200      800    200    400          2  cnn_small,cnn_base                0      18
-  full     5000     2000    600   1000         16  cnn_small,cnn_base,cnn_deep      0       0
+  preset  --lab  --varied  --val  --test  --samples  --families                    --seed  --sweep-minutes  --source
+  smoke      24        8      8      8          2  cnn_small                         0       0             -
+  quick     200      200    100    200          4  cnn_small                         0       0             -
+  standard  200      800    200    400          2  cnn_small,cnn_base                0      18             -
+  full     5000     2000    600   1000         16  cnn_small,cnn_base,cnn_deep      0       0             -
 (--sweep-minutes 0: no deadline)
 without --quick, --standard or --smoke the full preset runs (days on a 2-core CPU)."""
 
@@ -130,6 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--smoke", action="store_true", help="tiny end-to-end run (CI)")
     tr.add_argument("--lab", type=_count, help="lab training bundles (0 = varied only)")
     tr.add_argument("--varied", type=_count, help="field-profile training bundles (domain randomisation; 0 = lab only)")
+    tr.add_argument(
+        "--source",
+        action="append",
+        type=_source,
+        metavar="NAME=N",
+        help="N training bundles from another author's generator (data.sources: cleanroom, outsider); repeatable",
+    )
     tr.add_argument("--val", type=_positive, help="field validation bundles (selection)")
     tr.add_argument("--test", type=_positive, help="field test bundles (never used for a decision)")
     tr.add_argument("--samples", type=_positive, help="sweep trials per CNN family")

@@ -165,6 +165,8 @@ def train(args: argparse.Namespace) -> int:
     }
     if args.families:
         changes["families"] = tuple(args.families.split(","))
+    if args.source:
+        changes["sources"] = {**cfg.sources, **dict(args.source)}
     try:
         cfg = replace(cfg, **changes)
     except ValueError as e:  # TrainConfig refuses what cannot train (--lab 0 --varied 0)

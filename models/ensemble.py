@@ -1,6 +1,8 @@
 """An ensemble of fitted diagnosers: the (weighted) average of their probabilities (the sweep's top-k
 CNNs, and the expert rules beside them as a prior, training.run.served_ensemble).
 
+An under-driven cluster stands only where the rest of the bundle reads healthy (`alone`, models.alone).
+
 A kind may weigh the members differently (`kind_weights`): the expert rules generalise better than the
 CNNs to under-driven clusters a held-out cause renders, not to every kind (README, "Where accuracy stands").
 
@@ -17,6 +19,7 @@ from typing import Any, Self
 
 import numpy as np
 
+from models.alone import ALONE, alone
 from models.base import Diagnoser, Labels, Proba, check_Xy
 from models.estimator import check_is_fitted
 from models.features import hold_features
@@ -34,10 +37,12 @@ class EnsembleDiagnoser(Diagnoser):
         members: Sequence[tuple[str, dict[str, Any]]] = (),
         weights: Sequence[float] = (),
         kind_weights: Mapping[str, Sequence[float]] | None = None,
+        alone: Sequence[str] = ALONE,
     ) -> None:
         self.members = members
         self.weights = weights  # one per member; empty: all equal
         self.kind_weights = kind_weights  # component kind -> one weight per member, replacing `weights` there
+        self.alone = alone  # cluster faults that stand only where the rest reads healthy (models.alone)
 
     @classmethod
     def of(
@@ -45,13 +50,16 @@ class EnsembleDiagnoser(Diagnoser):
         fitted: Sequence[Diagnoser],
         weights: Sequence[float] = (),
         kind_weights: Mapping[str, Sequence[float]] | None = None,
+        alone: Sequence[str] = ALONE,
     ) -> EnsembleDiagnoser:
         if not fitted:
             raise ValueError("an ensemble needs at least one fitted model")
         for m in fitted:
             check_is_fitted(m)
         by_kind = {k: [float(x) for x in w] for k, w in (kind_weights or {}).items()} or None
-        ens = cls([(m.name, m.get_params(deep=False)) for m in fitted], [float(w) for w in weights], by_kind)
+        ens = cls(
+            [(m.name, m.get_params(deep=False)) for m in fitted], [float(w) for w in weights], by_kind, tuple(alone)
+        )
         ens.model_name = "ensemble"
         ens.models_ = list(fitted)
         return ens
@@ -80,14 +88,13 @@ class EnsembleDiagnoser(Diagnoser):
         out = []
         for b in range(len(X)):
             ids = per_model[0][b].keys()
-            out.append(
-                {
-                    cid: np.average(
-                        [pm[b][cid] for pm in per_model], axis=0, weights=by_kind.get(kind_of(cid), w) if by_kind else w
-                    )
-                    for cid in ids
-                }
-            )
+            avg = {
+                cid: np.average(
+                    [pm[b][cid] for pm in per_model], axis=0, weights=by_kind.get(kind_of(cid), w) if by_kind else w
+                )
+                for cid in ids
+            }
+            out.append(alone(avg, self.alone))
         return out
 
     def _checked(self, weights: Sequence[float]) -> np.ndarray:

@@ -30,6 +30,7 @@ from data.simulate import SIMULATOR_VERSION, perturb
 from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
 from data.simulate.perturb import drop_hosts as partial_upload
+from data.sources import BUNDLES
 from pipeline.api import load_bundle
 from pipeline.config import PipelineConfig
 from pipeline.tensors import SCHEMA_VERSION, BundleTensors
@@ -41,7 +42,7 @@ SCHEMA = "vsandx.dataset/1"
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    profile: str  # lab | field
+    profile: str  # lab | field, or a source of data.sources (another author's generator: cleanroom | outsider)
     n: int
     seed: int
     issue_rate: float | None = None  # None: the profile's default
@@ -73,21 +74,24 @@ class DatasetSpec:
 def _make(index: int, spec: DatasetSpec, cfg: PipelineConfig, folder: Path) -> str:
     path = folder / f"{index:06d}.npz"
     if not path.exists():
-        b = simulate_bundle(
-            spec.profile,
-            spec.seed,
-            index,
-            spec.issue_rate,
-            causes=spec.causes or None,
-            exclude_causes=spec.exclude_causes,
-        )
-        files = b.files
+        if spec.profile in BUNDLES:  # another author's generator: its own mix, no cause filter
+            _, files, labels = BUNDLES[spec.profile](spec.seed, index)
+        else:
+            b = simulate_bundle(
+                spec.profile,
+                spec.seed,
+                index,
+                spec.issue_rate,
+                causes=spec.causes or None,
+                exclude_causes=spec.exclude_causes,
+            )
+            files, labels = b.files, b.labels
         rng = np.random.default_rng([spec.seed, index, 0x9A27])  # its own stream: the bundle stays as simulated
         if spec.partial > 0 and rng.random() < spec.partial:
             files = partial_upload(files, rng)
         files = perturb.apply(spec.perturb, files, np.random.default_rng([spec.seed, index, 0x5EED]))
         bt = load_bundle(tar_bytes(files), cfg)  # the pipeline never sees labels.json's meaning
-        comps = b.labels["components"]
+        comps = labels["components"]
         assert isinstance(comps, dict)
         tensorstore.save(path, bt, comps)
     return path.name

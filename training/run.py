@@ -21,6 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
+from data.sources import BUNDLES
 from models.base import Diagnoser, SchemaMismatch, load_model
 from models.calibration import CalibratedDiagnoser
 from models.ensemble import EnsembleDiagnoser
@@ -69,10 +70,14 @@ def dataset_specs(cfg: TrainConfig) -> dict[str, DatasetSpec]:
         specs["train"] = DatasetSpec("lab", cfg.lab, seed=cfg.seed * 10 + 1, partial=cfg.partial)
     if cfg.varied > 0:
         specs["varied"] = DatasetSpec("field", cfg.varied, seed=cfg.seed * 10 + 4, partial=cfg.partial)
+    for name, n in cfg.sources.items():
+        if n > 0:  # seeds from 1000: the benchmarks read each source's seeds 1 and 2
+            specs[f"src-{name}"] = DatasetSpec(name, n, seed=1000 + cfg.seed, partial=cfg.partial)
     return specs
 
 
-TRAINING_SETS = ("train", "varied")  # the dataset_specs keys that train (lab, then varied)
+# the dataset_specs keys that train: lab, varied, then the other authors' generators
+TRAINING_SETS = ("train", "varied", *(f"src-{name}" for name in BUNDLES))
 
 
 def training_folder(parts: Sequence[tuple[Path, int]], root: Path) -> Path:
@@ -222,7 +227,9 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
                 r.log_metrics({"test_exact_match": s.exact_match, "test_component_accuracy": s.component_accuracy})
         curve = curve_job.result()
         data = {
-            "train": f"{len(X)} bundles ({cfg.lab} lab + {cfg.varied} varied field-profile, "
+            "train": f"{len(X)} bundles ({cfg.lab} lab + {cfg.varied} varied field-profile"
+            + "".join(f" + {n} {name}" for name, n in cfg.sources.items() if n > 0)
+            + ", "
             f"{cfg.partial:.0%} of them partial uploads)",
             "val": f"{len(Xv)} field bundles (selection, early stopping)",
             "test": f"{len(Xt)} field bundles of another seed, seen by no decision but promotion",

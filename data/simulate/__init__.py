@@ -2,4 +2,6 @@
 
 # Bump when the physical model, the fault injection or a writer changes what a seed produces:
 # cached datasets key on it.
-SIMULATOR_VERSION = "4"
+# 5: an under-driven cluster is never drawn beside another fault (faults.md: "no congestion, no errors
+# anywhere: the system is healthy but under-driven").
+SIMULATOR_VERSION = "5"

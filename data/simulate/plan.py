@@ -172,6 +172,12 @@ def make_plan(
         # one cluster-level fault at most, and no fault twice: the cluster has a single label
         if fault in kinds or (fault.startswith("cluster.") and "cluster" in taken):
             continue
+        if fault == "cluster.low_oio" and force is None:
+            # under-driven means healthy otherwise (faults.md): drawn first it is the bundle's only
+            # fault, drawn second it is drawn again
+            if plan.faults:
+                continue
+            n_faults = 1
         onset = _onset(rng, grid.n, from_start)
         if fault == "cluster.low_oio":
             onset = max(onset, 1)  # the under-driven benchmark starts inside the window

@@ -84,7 +84,7 @@ def test_train_with_no_training_bundles_exits_2_before_any_work(
 ) -> None:
     monkeypatch.setenv("VSANDX_DATA_DIR", str(tmp_path))
     assert main(["train", "--quick", "--lab", "0", "--varied", "0", "-q"]) == 2
-    assert "lab and varied are both 0" in capsys.readouterr().err
+    assert "lab, varied and every source are 0" in capsys.readouterr().err
     assert main(["train", "--quick", "--sweep-minutes", "-1", "-q"]) == 2
     assert "sweep_minutes must be at least 0" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing simulated, no MLflow store
@@ -101,6 +101,7 @@ def test_train_help_states_the_presets_as_they_are() -> None:
             ",".join(c.families),
             str(c.seed),
             f"{c.sweep_minutes:g}",
+            ",".join(f"{k}={v}" for k, v in c.sources.items()) or "-",
         ]
 
 
@@ -113,3 +114,14 @@ def test_diagnose_rejects_a_bad_path_before_any_model_loads(tmp_path: Path) -> N
         got = subprocess.run(args, capture_output=True, text=True, timeout=60, cwd=tmp_path)
         assert got.returncode == 1 and reason in got.stderr and str(target) in got.stderr, got.stderr
         assert not (tmp_path / "var").exists()  # nothing resolved, nothing created (speed: bench_cli.py)
+
+
+def test_train_takes_another_authors_bundles_by_name() -> None:
+    import argparse
+
+    from cli.main import _source
+
+    assert _source("outsider=40") == ("outsider", 40)
+    for bad in ("outsider", "=4", "outsider=-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _source(bad)

@@ -9,6 +9,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from data.simulate.generate import simulate_bundle
@@ -107,3 +108,24 @@ def test_field_profile_varies_like_escalations() -> None:
     assert 0 in n_faults and 2 in n_faults
     assert any(any(p.endswith(".csv") for p in b.files) for b in bs)
     assert any(not any(p.endswith(".csv") for p in b.files) for b in bs)
+
+
+def test_an_under_driven_cluster_is_the_only_fault_drawn() -> None:
+    """faults.md: "no congestion, no errors anywhere: the system is healthy but under-driven". Two-fault
+    field bundles still come, never with an under-driven cluster (forcing both stays possible)."""
+    from data.simulate.generate import _grid
+    from data.simulate.plan import make_plan
+    from data.simulate.topology import build_cluster
+
+    rng = np.random.default_rng(7)
+    drawn = []
+    for _ in range(400):
+        cluster = build_cluster("field", rng)
+        drawn.append([f.fault for f in make_plan(cluster, _grid("field", rng), 1.0, rng).faults])
+    assert sum(f == ["cluster.low_oio"] for f in drawn) >= 10
+    assert sum(len(f) == 2 for f in drawn) >= 60
+    assert not [f for f in drawn if "cluster.low_oio" in f and len(f) > 1]
+    forced = make_plan(
+        build_cluster("field", rng), _grid("field", rng), 1.0, rng, force=["cluster.low_oio", "disk.latency"]
+    )
+    assert [f.fault for f in forced.faults] == ["cluster.low_oio", "disk.latency"]

@@ -1,5 +1,6 @@
 """The ensemble averages its members' probabilities with the weights it was given, and keeps them
-through a save and load (the served model: the CNNs beside the expert rules, training.run)."""
+through a save and load (the served model: the CNNs beside the expert rules, training.run); an
+under-driven cluster then stands only where the rest reads healthy (models.alone)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 
 from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
+from models.alone import alone
 from models.base import Diagnoser, Proba, load_model
 from models.ensemble import EnsembleDiagnoser
 from models.registry import create_model
@@ -49,18 +51,19 @@ def test_weights_average_and_survive_a_save(
 ) -> None:
     X, _ = data
     a, b, pa, pb = pair
-    ens = EnsembleDiagnoser.of([a, b], [3.0, 1.0])
+    ens = EnsembleDiagnoser.of([a, b], [3.0, 1.0], alone=())
     got = ens.predict_proba(X)
     for i in range(len(X)):
         for cid, p in got[i].items():
             assert np.allclose(p, 0.75 * pa[i][cid] + 0.25 * pb[i][cid]), cid
     back = load_model(ens.save(tmp_path / "ens"))
-    assert isinstance(back, EnsembleDiagnoser) and list(back.weights) == [3.0, 1.0]
+    assert isinstance(back, EnsembleDiagnoser) and list(back.weights) == [3.0, 1.0] and list(back.alone) == []
     for i in range(len(X)):
         for cid, p in back.predict_proba(X)[i].items():
             assert np.allclose(p, got[i][cid]), cid
-    for cid, p in EnsembleDiagnoser.of([a, b]).predict_proba(X)[0].items():  # no weights: equal
-        assert np.allclose(p, 0.5 * pa[0][cid] + 0.5 * pb[0][cid]), cid
+    mean = alone({cid: 0.5 * pa[0][cid] + 0.5 * pb[0][cid] for cid in pa[0]})
+    for cid, p in EnsembleDiagnoser.of([a, b]).predict_proba(X)[0].items():  # no weights: equal; then alone
+        assert np.allclose(p, mean[cid]), cid
 
 
 def test_weights_must_fit_the_members(data: tuple[list[BundleTensors], list[dict[str, str]]]) -> None:
@@ -78,7 +81,7 @@ def test_a_kind_may_weigh_the_members_its_own_way(
     X, _ = data
     a, b, pa, pb = pair
     assert any(not np.allclose(pa[i]["cluster"], pb[i]["cluster"]) for i in range(len(X)))  # weights show
-    ens = EnsembleDiagnoser.of([a, b], [3.0, 1.0], kind_weights={"cluster": [1.0, 3.0]})
+    ens = EnsembleDiagnoser.of([a, b], [3.0, 1.0], kind_weights={"cluster": [1.0, 3.0]}, alone=())
     for got in (ens.predict_proba(X), load_model(ens.save(tmp_path / "ens")).predict_proba(X)):
         for i in range(len(X)):
             for cid, p in got[i].items():

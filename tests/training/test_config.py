@@ -27,3 +27,6 @@ def test_refused_configurations() -> None:
         TrainConfig(lab=0, varied=0)
     with pytest.raises(ValueError, match="sweep_minutes must be at least 0"):
         TrainConfig(sweep_minutes=-1)
+    with pytest.raises(ValueError, match="unknown bundle source nope"):
+        TrainConfig(sources={"nope": 10})
+    TrainConfig(lab=0, varied=0, sources={"outsider": 10})  # another author's bundles alone train too

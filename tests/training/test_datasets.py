@@ -103,3 +103,21 @@ def test_partial_share_is_part_of_the_key(tmp_path: Path) -> None:
     (Xw, yw), (Xp, yp) = load_dataset(whole), load_dataset(part)
     assert yw == yp  # same bundles, same labels
     assert all(len(p.host_bundles) < len(w.host_bundles) for w, p in zip(Xw, Xp, strict=True))
+
+
+@pytest.mark.parametrize("source", ["cleanroom", "outsider"])
+def test_another_authors_bundles_build_a_dataset_like_the_simulators(source: str, tmp_path: Path) -> None:
+    """data.sources: the generator's bundles through the one pipeline path with their labels, and as
+    partial uploads (some host folders left out: a NIC only its host's files name may go unread, its
+    label kept); the dataset records which source it is."""
+    from data.sources import BUNDLES
+
+    for partial in (0.0, 1.0):
+        folder = build(DatasetSpec(source, 3, seed=1000, partial=partial), tmp_path, workers=1, progress=False)
+        assert folder.name.startswith(f"{source}-")
+        assert json.loads((folder / "dataset.json").read_text())["profile"] == source
+        X, y = load_dataset(folder)
+        for i, (bt, labels) in enumerate(zip(X, y, strict=True)):
+            truth = BUNDLES[source](1000, i)[2]["components"]
+            assert labels == truth
+            assert set(bt.component_ids) == set(truth) if not partial else set(bt.component_ids) <= set(truth)

@@ -257,3 +257,13 @@ def test_served_ensemble_weighs_the_priors_per_kind() -> None:
         assert np.allclose(served[b][n], (cnn[b][n] + rules[b][n]) / 2.0)
         g = bt.kinds["diskgroup"].ids[0]  # a disk group's: the rules twice the CNNs
         assert np.allclose(served[b][g], (cnn[b][g] + 2.0 * rules[b][g]) / 3.0)
+
+
+def test_other_authors_bundles_train_from_seeds_no_benchmark_reads() -> None:
+    from training.run import TRAINING_SETS, dataset_specs
+
+    specs = dataset_specs(TrainConfig(sources={"cleanroom": 100, "outsider": 0}))
+    src = specs["src-cleanroom"]
+    assert (src.profile, src.n, src.seed) == ("cleanroom", 100, 1000)  # bench_cleanroom reads seeds 1 and 2
+    assert "src-cleanroom" in TRAINING_SETS and "src-outsider" not in specs
+    assert not any(k.startswith("src-") for k in dataset_specs(TrainConfig.preset("quick")))
