@@ -18,5 +18,7 @@ from data.outsider import outsider_bundle, write_outsider
 # (seed, index) -> (name, files inside the upload, labels.json's dict)
 Bundle = Callable[[int, int], tuple[str, dict[str, bytes], dict[str, object]]]
 BUNDLES: dict[str, Bundle] = {"cleanroom": cleanroom_bundle, "outsider": outsider_bundle}
+# Bump when a generator changes what a seed produces: cached datasets of its bundles key on it.
+VERSIONS: dict[str, str] = {"cleanroom": "1", "outsider": "1"}
 # (out_dir, n, seed) -> the .tgz archives written
 WRITERS: dict[str, Callable[[Path, int, int], list[Path]]] = {"cleanroom": write_cleanroom, "outsider": write_outsider}

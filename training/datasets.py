@@ -30,7 +30,7 @@ from data.simulate import SIMULATOR_VERSION, perturb
 from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
 from data.simulate.perturb import drop_hosts as partial_upload
-from data.sources import BUNDLES
+from data.sources import BUNDLES, VERSIONS
 from pipeline.api import load_bundle
 from pipeline.config import PipelineConfig
 from pipeline.tensors import SCHEMA_VERSION, BundleTensors
@@ -64,7 +64,7 @@ class DatasetSpec:
             "pipeline_schema": SCHEMA_VERSION,
             "simulator_version": SIMULATOR_VERSION,
             "pipeline_config": asdict(cfg),
-        }
+        } | ({"source_version": VERSIONS[self.profile]} if self.profile in VERSIONS else {})
 
     def key(self, cfg: PipelineConfig) -> str:
         doc = json.dumps(self.resolved(cfg), sort_keys=True)

@@ -115,7 +115,8 @@ def test_another_authors_bundles_build_a_dataset_like_the_simulators(source: str
     for partial in (0.0, 1.0):
         folder = build(DatasetSpec(source, 3, seed=1000, partial=partial), tmp_path, workers=1, progress=False)
         assert folder.name.startswith(f"{source}-")
-        assert json.loads((folder / "dataset.json").read_text())["profile"] == source
+        doc = json.loads((folder / "dataset.json").read_text())
+        assert doc["profile"] == source and doc["source_version"] == "1"
         X, y = load_dataset(folder)
         for i, (bt, labels) in enumerate(zip(X, y, strict=True)):
             truth = BUNDLES[source](1000, i)[2]["components"]
