@@ -1,16 +1,18 @@
-"""A trained champion on bundles of another source: the clean-room generator (data/cleanroom), written
-from ../shared/spec alone, sharing no code, no causes and no numbers with data/simulate (issue 17).
+"""A trained champion on bundles of other sources: the generators other authors wrote from
+../shared/spec alone, sharing no code, no causes and no numbers with data/simulate (data.sources: the
+clean-room generator and the outsider; issue 17).
 
-    .venv/bin/python benchmarks/bench_cleanroom.py --data var [--n 200] [--seed 1] [--sets var/bench-cleanroom]
-        [--wrong]
+    .venv/bin/python benchmarks/bench_cleanroom.py --data var [--n 200] [--seed 1] [--source cleanroom,outsider]
+        [--sets var/bench-cleanroom] [--no-alone] [--wrong]
 
 Loads the served model the newest `vsandx train` run under DATA saved (as bench_prior_weight does),
-writes --n clean-room bundles (.tgz, as a user would upload them), reads each through the one pipeline
-path (`training.datasets.build_labelled`, i.e. `pipeline.load_bundle`) and scores, side by side on the
-clean-room bundles and on the run's own field test set: the served model, its CNN members averaged, and
-each other member alone (the rules, the mlp). One JSON line per (set, model): exact match, healthy
-bundles called healthy, recall and precision per fault, and the faults each fault was taken for. A
-labelled component the pipeline did not report counts as called `none` (and is counted: `unseen`).
+writes --n bundles of each source (.tgz, as a user would upload them), reads each through the one
+pipeline path (`training.datasets.build_labelled`, i.e. `pipeline.load_bundle`) and scores, side by side
+on each source's bundles and on the run's own field test set: the served model, its CNN members
+averaged, and each other member alone (the rules, the mlp). One JSON line per (set, model): exact match,
+healthy bundles called healthy, recall and precision per fault, and the faults each fault was taken for.
+A labelled component the pipeline did not report counts as called `none` (and is counted: `unseen`).
+`--no-alone` scores the ensembles without models.alone.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from training.fitting import is_faulty  # noqa: E402
 def cleanroom_set(root: Path, n: int, seed: int, source: str = "cleanroom") -> tuple[Path, list[str]]:
     """The dataset folder of n bundles of `seed` from one of SOURCES, written and read once per
     (source, n, seed), and the bundles' file names in the dataset's order (by content hash)."""
-    raw = root / (f"bundles-{seed}-{n}" if source == "cleanroom" else f"{source}-{seed}-{n}")
+    raw = root / f"{source}-{seed}-{n}"
     paths = sorted(raw.glob("*.tgz")) if raw.is_dir() else []
     if len(paths) != n:
         paths = SOURCES[source](raw, n, seed)
@@ -93,8 +95,7 @@ def rows(model: Any) -> list[tuple[str, Any]]:
     if isinstance(ens, EnsembleDiagnoser):
         cnns = [m for m in ens.models_ if isinstance(m, CNNDiagnoser)]
         if cnns:
-            mean = EnsembleDiagnoser.of(cnns, [1.0 / len(cnns)] * len(cnns), alone=ens.alone)
-            out.append((f"cnn x{len(cnns)}", mean))
+            out.append((f"cnn x{len(cnns)}", EnsembleDiagnoser.of(cnns, alone=ens.alone)))  # equal weights
         out += [(m.name, m) for m in ens.models_ if not isinstance(m, CNNDiagnoser)]
     return out
 
@@ -102,7 +103,7 @@ def rows(model: Any) -> list[tuple[str, Any]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", required=True, help="the VSANDX_DATA_DIR of a `vsandx train` run")
-    ap.add_argument("--n", type=int, default=200, help="clean-room bundles")
+    ap.add_argument("--n", type=int, default=200, help="bundles of each source")
     ap.add_argument("--seed", type=int, default=1, help="the generator's seed")
     ap.add_argument("--source", default="cleanroom", help=f"comma-separated, of {', '.join(SOURCES)}")
     ap.add_argument("--sets", default=str(REPO / "var" / "bench-cleanroom"), help="where bundles and tensors go")
