@@ -34,6 +34,7 @@ import numpy as np
 
 from models.memo import per_bundle
 from models.rules_margins import named_margins
+from models.rules_read import mtu_below_peers
 from pipeline.channels import KIND_CHANNELS, KIND_STATIC
 from pipeline.tensors import BundleTensors, KindTensors
 from vsandx.faults import COMPONENT_KINDS, faults_for_kind
@@ -227,16 +228,16 @@ def hold_features(n: int) -> Iterator[None]:
         yield
 
 
-UPLINK_CHECKS: Final = ("uplink:slow_for_design", "uplink:half_duplex")
+UPLINK_CHECKS: Final = ("uplink:slow_for_design", "uplink:half_duplex", "uplink:mtu_below_peers")
 
 
 def _uplink_checks(kt: KindTensors) -> np.ndarray:
-    """(n_nics, 2): faults.md's nicinfo checks of a vSAN uplink, each weighted by the NIC's share of its
+    """(n_nics, 3): faults.md's nicinfo checks of a vSAN uplink, each weighted by the NIC's share of its
     host's vSAN traffic (a 1 GbE management port is normal): log2 of how far its speed falls below the
     fastest vSAN uplink of the cluster (the speed the network was designed for) or its own rated speed,
-    up to 1, and half duplex. 0 where the speed is unknown (no nicinfo row, no logged link up). (An MTU
-    check is left out: clusters mix 1500 and 9000 across uplinks that share vSAN traffic, so "another
-    MTU than the others" flagged healthy NICs.)"""
+    up to 1; half duplex; an MTU below the other hosts' vSAN uplinks' (rules_read.mtu_below_peers: a
+    1500 management or VM port beside 9000 vSAN ports is normal, a 1500 vSAN uplink among 9000 ones is
+    not). 0 where unknown (no nicinfo row, no logged link up)."""
     names = KIND_STATIC["nic"]
     st = np.where(kt.static_mask, kt.static, np.nan)  # (n, S)
     speed, duplex, rated = (st[:, names.index(c)] for c in ("speed_gbps", "duplex_full", "rated_gbps"))
@@ -249,7 +250,7 @@ def _uplink_checks(kt: KindTensors) -> np.ndarray:
         # model shown only one of them must not learn how many doublings "slow" takes. Below the port's
         # own rating counts as below the design (a cluster whose known uplinks all run at 1 Gb/s).
         slow = np.clip(np.log2(np.fmax(design, rated) / speed), 0, 1)
-    out = np.stack([share * slow, share * (1 - duplex)], 1)
+    out = np.stack([share * slow, share * (1 - duplex), share * mtu_below_peers(kt, uplink)], 1)
     return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 
 

@@ -18,7 +18,18 @@ import warnings
 import numpy as np
 
 from models.rules_disk import disk_evidence
-from models.rules_read import NAN, events, level, lvl, nanmax, peer_median, row_median, series, static
+from models.rules_read import (
+    NAN,
+    events,
+    level,
+    lvl,
+    mtu_below_peers,
+    nanmax,
+    peer_median,
+    row_median,
+    series,
+    static,
+)
 from pipeline.tensors import BundleTensors
 
 Evidence = dict[str, dict[str, np.ndarray]]  # kind -> measure name -> (n_components,) float64
@@ -64,6 +75,7 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
         # uplink whose speed is known runs at 1 Gb/s too (the design speed then reads 1 Gb/s)
         "rated_gbps": rated,
         "half_duplex": np.where(np.isfinite(duplex), (duplex < 0.5) & uplink, NAN),
+        "mtu_below_peers": mtu_below_peers(kt, uplink),
         "loss_pct": _over_usual(loss),
         "host_loss_pct": h_loss_lent,
         "drops_pct": _over_usual(drops),

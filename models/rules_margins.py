@@ -141,7 +141,8 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         by_rate = np.where(
             (n["uplink"] > 0.5) & np.isnan(n["speed_gbps"]), any_of(flat_top, stepped, saturated), np.nan
         )
-    link = any_of(up(slow, th["speed_ratio"]), np.where(n["half_duplex"] > 0.5, CAP, np.nan), by_rate)
+    half, mtu = (np.where(n[k] > 0.5, CAP, np.nan) for k in ("half_duplex", "mtu_below_peers"))
+    link = any_of(up(slow, th["speed_ratio"]), half, mtu, by_rate)
     # the loss rates and the host's retransmits must agree where both are collected; port drops count
     # only where loss rates are not collected (an uplink at line rate overruns the switch port too)
     loss = any_of(

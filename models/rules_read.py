@@ -134,3 +134,21 @@ def events(kt: KindTensors, *channels: str) -> np.ndarray:
     for c in channels:
         total += np.nansum(np.nan_to_num(series(kt, c)), axis=1)
     return total
+
+
+def mtu_below_peers(kt: KindTensors, uplink: np.ndarray) -> np.ndarray:
+    """(n,) 1.0 where a vSAN uplink's MTU (nicinfo) is below what the other hosts' vSAN uplinks run
+    (their median), 0.0 where it is not, NaN where it or they are unknown or it is no vSAN uplink.
+
+    vSAN wants one MTU end to end (its health check pings with the vmknic's frame size), so a host whose
+    uplink runs 1500 in a cluster of 9000 is a mismatch whatever the port's speed. The reference is the
+    other hosts' (not the cluster's max or this host's): one host moved to jumbo frames ahead of the
+    others flags nothing on theirs, and two active uplinks of one host do not vote for each other."""
+    mtu, hosts = static(kt, "mtu_k"), kt.host_index
+    known = uplink & np.isfinite(mtu)
+    out = np.full(len(mtu), np.nan)
+    for i in np.flatnonzero(known):
+        ref = mtu[known & (hosts != hosts[i])]
+        if len(ref):
+            out[i] = float(mtu[i] < np.median(ref) - 0.05)  # mtu_k is in thousands of bytes
+    return out

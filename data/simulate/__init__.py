@@ -4,4 +4,5 @@
 # cached datasets key on it.
 # 5: an under-driven cluster is never drawn beside another fault (faults.md: "no congestion, no errors
 # anywhere: the system is healthy but under-driven").
-SIMULATOR_VERSION = "5"
+# 6: net.link_degraded's MTU mismatch (an uplink at MTU 1500 in a jumbo-frame cluster).
+SIMULATOR_VERSION = "6"

@@ -76,6 +76,12 @@ CAUSES: tuple[Cause, ...] = (
     Cause(_LD, "half_duplex", "duplex mismatch: the port runs half duplex (1000 Half or 100 Half)",
           "nicinfo Duplex Half at 1000 or 100; tx+rx share the link; late collisions (txErr); throughput capped",
           "1000 Half or 100 Half", (0.5, 1.0), 1.0, 0.8),
+    Cause(_LD, "mtu_mismatch", "the uplink's vSwitch runs MTU 1500 where the cluster's vSAN network runs jumbo "
+          "frames (a host missed in a jumbo-frame change)", "nicinfo MTU 1500 on that host's vSAN uplink and its "
+          "standby while every other host's show 9000; at full speed, yet jumbo frames are fragmented or "
+          "dropped: throughput caps far below the line rate, more packets per byte, a little tx loss and TCP "
+          "retransmits (< 0.5 per-mille), no CRC or receive errors; a link reset when the MTU changed in the "
+          "window", "a ceiling of 400 down to 60 MB/s", (0.3, 0.9), 0.7, 0.8),
     Cause(_DL, "medium_error", "media errors on a failing device: retries and media recovery",
           "DAVG high with ordinary iops; SCSI D:0x2 sense 0x3 0x11 (medium error) failures for that naa; "
           "'performance has deteriorated' when latency jumps; its group's latencySched up",

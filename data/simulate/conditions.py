@@ -85,6 +85,9 @@ def build_conditions(cluster: Cluster, plan: Plan, wl: Workload, rng: Rng) -> Co
             hot[:, dev_index[f.disk]] = on * share
         elif f.fault == "dg.write_buffer" and f.cause == "slow_capacity":
             destage_mult[:, f.dg] *= 0.5 - 0.3 * s  # destages a fraction of nominal
+        elif f.fault == "net.link_degraded" and f.cause == "mtu_mismatch":  # param: the ceiling in MB/s
+            link_bps[:, f.host] = np.where(on > 0, np.minimum(f.param * 1e6, link_bps[:, f.host]), link_bps[:, f.host])
+            netfx.mtu_mismatch(net, f, on, rng)
         elif f.fault == "net.link_degraded":
             link_bps[:, f.host] = np.where(on > 0, f.param / 8 * 1e6 * 0.94, link_bps[:, f.host])
             if f.cause == "half_duplex":

@@ -30,7 +30,7 @@ def derive_events(cluster: Cluster, plan: Plan, cond: Conditions, st: State, rng
     for f in plan.faults:
         if f.fault == "disk.latency":
             _disk_errors(f, cond, grid.n, grid.dt, at, out, rng)
-        elif f.fault == "net.link_degraded" and f.onset > 0:
+        elif f.fault == "net.link_degraded" and f.onset > 0 and f.cause != "mtu_mismatch":  # (netfx.flaps)
             nic = cluster.hosts[f.host].nics[f.nic]
             duplex = "Half" if f.cause == "half_duplex" else "Full"
             _flap(out, f.host, nic, at(f.onset - 1), rng.uniform(2, 9), int(f.param), duplex)

@@ -180,7 +180,10 @@ def _host_files(
         nics = list(host.nics)
         for f in plan.faults:  # what nicinfo shows at collection time
             if f.fault == "net.link_degraded" and f.host == h:
-                nics[f.nic] = _degraded(nics[f.nic], f)
+                # an MTU is the vSwitch's: the standby uplink shows it too
+                on = (f.nic, host.standby_nic) if f.cause == "mtu_mismatch" else (f.nic,)
+                for k in (k for k in on if k is not None):
+                    nics[k] = _degraded(nics[k], f)
         files[f"{top}/commands/nicinfo.sh.txt"] = esxcli.render_nicinfo(nics).encode()
         ctx = HostLogContext(
             hostname=host.name,
@@ -203,4 +206,6 @@ def _host_files(
 
 
 def _degraded(nic: NicInfo, f: Injected) -> NicInfo:
+    if f.cause == "mtu_mismatch":
+        return replace(nic, mtu=1500)
     return replace(nic, speed_mbps=int(f.param), duplex="Half" if f.cause == "half_duplex" else "Full")

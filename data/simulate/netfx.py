@@ -36,11 +36,13 @@ class NetFx:
     pause: np.ndarray  # extra pause frames per second the switch sends
     blip: np.ndarray  # benign CRC-error counts per sample (no loss)
     flaps: list[tuple[int, int, int]]  # (host, nic, sample) of a link flap that recovered at full speed
+    txloss: np.ndarray  # sent jumbo frames the uplink's MTU drops (retransmitted; no NIC counts them)
+    small: np.ndarray  # (T, H) bool: the uplink carries 1500-byte frames in a jumbo-frame cluster
 
 
 def new_netfx(n: int, n_h: int) -> NetFx:
     z = np.zeros((n, n_h))
-    return NetFx(z, z.copy(), z.copy(), z.copy(), z.copy(), z.copy(), [])
+    return NetFx(z, z.copy(), z.copy(), z.copy(), z.copy(), z.copy(), [], z.copy(), np.zeros((n, n_h), bool))
 
 
 def loss_level(severity: float) -> float:
@@ -93,6 +95,17 @@ def packet_loss(fx: NetFx, f: Injected, on: np.ndarray, wl: Workload, rng: Rng) 
     fx.crc[:, h] += crc * x
     fx.rxerr[:, h] += err * x
     fx.pdrop[:, h] += drop * x
+
+
+def mtu_mismatch(fx: NetFx, f: Injected, on: np.ndarray, rng: Rng) -> None:
+    """The uplink at MTU 1500 in a jumbo-frame cluster: 1500-byte frames from the onset, and a little of
+    what the host sends (0.02-0.4 per-mille, more the worse the mismatch) dropped beyond the NIC and
+    retransmitted. An MTU change resets the link (a flap at full speed) where it happened in the window."""
+    h, n = f.host, len(on)
+    fx.small[:, h] = on > 0
+    fx.txloss[:, h] += on * 2e-5 * 20.0**f.severity * np.exp(rng.normal(0, 0.4, size=n))
+    if f.onset > 0:
+        fx.flaps.append((h, f.nic, f.onset - 1))
 
 
 def crc_blip(fx: NetFx, h: int, n: int, rng: Rng) -> None:

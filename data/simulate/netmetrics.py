@@ -30,8 +30,11 @@ def network_metrics(out: Metrics, cluster: Cluster, cond: Conditions, st: State,
         # heartbeats, CMMDS, RDT keep-alives; a link never carries more than its payload rate
         rx = np.minimum(st.rx[:, h] + 2e4, cond.link_bps[:, h])
         tx = np.minimum(st.tx[:, h] + 2e4, cond.link_bps[:, h])
-        rx_pk = rx / (0.7 * mtu) + tx / (0.7 * mtu) * 0.4  # data segments plus ACKs for what we send
-        tx_pk = tx / (0.7 * mtu) + rx / (0.7 * mtu) * 0.4
+        frame = 0.7 * np.where(fx.small[:, h], 1500.0, mtu)  # an uplink at MTU 1500 in a jumbo cluster
+        rx_pk = rx / frame + tx / frame * 0.4  # data segments plus ACKs for what we send
+        tx_pk = tx / frame + rx / frame * 0.4
+        txl = fx.txloss[:, h]  # jumbo frames the MTU drops, resent (no draw where none: v5's streams)
+        txl = txl * rng.uniform(0.8, 1.2, n) if txl.any() else txl
         rho = st.net_rho[:, h]
         lh = loss[:, h]
         over = np.clip(rho - 0.92, 0, None)
@@ -41,11 +44,11 @@ def network_metrics(out: Metrics, cluster: Cluster, cond: Conditions, st: State,
             "rxPackets": rx_pk,
             "txPackets": tx_pk,
             "rxPacketsLossRate": 1000 * lh * rng.uniform(0.8, 1.1, n) + _sparse(rng, n, 0.02, 0.05),
-            "txPacketsLossRate": 1000 * lh * 0.35 * rng.uniform(0.8, 1.2, n),
+            "txPacketsLossRate": 1000 * (lh * 0.35 * rng.uniform(0.8, 1.2, n) + txl),
             "portRxDrops": 1000 * (fx.pdrop[:, h] + 0.02 * over) + _sparse(rng, n, 0.02, 0.05),
             "portTxDrops": 1000 * 0.01 * np.clip(rho - 0.95, 0, None),
             # senders retransmit what the lossy host's uplink dropped: peers see some of it too
-            "tcpTxRexmitRate": 1000 * (0.8 * lh + 0.3 * peer[:, h]) + _sparse(rng, n, 0.03, 0.2),
+            "tcpTxRexmitRate": 1000 * (0.8 * lh + 0.3 * peer[:, h] + txl) + _sparse(rng, n, 0.03, 0.2),
             "tcpRxErrRate": 1000 * (0.5 * lh + 0.02 * peer[:, h]),
         }
         out["vsan-host-net"][host.uuid] = m

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from data.simulate.causes import ALL, CauseFilter, draw
-from data.simulate.topology import Cluster, Rng
+from data.simulate.topology import Cluster, Rng, to_jumbo
 from vsandx import components as cid
 
 
@@ -35,7 +35,7 @@ class Injected:
     dg: int = -1  # index into cluster.disk_groups
     disk: str = ""  # naa of the faulty device
     cause: str = ""  # a cause name of causes.CAUSES for this fault
-    param: float = 0.0  # the cause's own knob: link speed (Mb/s), threads per disk, ...
+    param: float = 0.0  # the cause's own knob: link speed (Mb/s), MTU ceiling (MB/s), threads per disk, ...
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,12 @@ def candidates(cluster: Cluster) -> list[str]:
     return out
 
 
+def mtu_ceiling(severity: float) -> float:
+    """MB/s an uplink at MTU 1500 carries of a jumbo-frame vSAN network's traffic: 400 at severity 0.3
+    (fragmentation) down to 60 at 0.9 (most jumbo frames dropped and resent)."""
+    return float(np.round(400.0 * (60.0 / 400.0) ** ((severity - 0.3) / 0.6), 1))
+
+
 def _link_severity(link: int, speed: int, half: bool) -> float:
     """How far below the design the link runs: 1 GbE on 10 GbE ~0.42, 100 Mb on 25 GbE 1.0; half duplex +0.1."""
     return float(np.round(np.clip(np.log10(link / speed) / np.log10(250.0) + 0.1 * half, 0.0, 1.0), 3))
@@ -105,7 +111,11 @@ def choose(
     host = hosts[h]
     if fault in ("net.packet_loss", "net.link_degraded"):
         comp = cid.nic_id(host.name, host.nics[host.vsan_nic].name)
-        if fault == "net.link_degraded":
+        if fault == "net.link_degraded" and name == "mtu_mismatch":
+            if cluster.mtu != 9000:  # a mismatch needs jumbo frames elsewhere: this cluster moved to them
+                to_jumbo(cluster)
+            param = mtu_ceiling(sev)
+        elif fault == "net.link_degraded":
             param = 100.0 if name == "speed_100m" else 1000.0
             if name == "half_duplex" and rng.random() < 0.35:
                 param = 100.0

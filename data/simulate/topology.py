@@ -137,6 +137,16 @@ def _nics(rng: Rng, n: int, vsan_idx: int, standby: int | None, link: int, mtu: 
     return out
 
 
+def to_jumbo(cluster: Cluster) -> None:
+    """Move a cluster's vSAN network to jumbo frames: MTU 9000 on every host's vSAN uplink and standby
+    (a cluster where one host was missed in that change is net.link_degraded's MTU mismatch)."""
+    cluster.mtu = 9000
+    for host in cluster.hosts:
+        for i in (host.vsan_nic, host.standby_nic):
+            if i is not None:
+                host.nics[i] = replace(host.nics[i], mtu=9000)
+
+
 def _disk_group(rng: Rng, storage: str, n_cap: int, dedup: bool, hw: dict[str, DeviceModel] | None = None) -> DiskGroup:
     if storage == "hybrid":
         cache_hw, cap_hw = SAS_SSD, (HDD if rng.random() < 0.7 else HDD_NL)

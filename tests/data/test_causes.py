@@ -81,16 +81,46 @@ def _net(c: Cause) -> None:
             assert f.param >= 40 and abs(np.nanmedian(tcp) - 1000 / f.param) < 0.3 * 1000 / f.param
 
 
+def _nicinfo_row(b: Bundle, host_name: str, nic: str) -> str | None:
+    info = next((v for p, v in b.files.items() if p.startswith(f"esx-{host_name}-") and "nicinfo" in p), None)
+    return None if info is None else next(ln for ln in info.decode().splitlines() if ln.startswith(nic + " "))
+
+
+def _mtu(c: Cause) -> None:
+    """At full speed and duplex, MTU 1500 on that host's vSAN uplink and standby while every other host's
+    run 9000; a ceiling far below the line rate; 1500-byte frames (more packets per byte than the other
+    hosts'); a little tx loss, resent."""
+    _net(c)
+    for b, f in _runs(c):
+        assert b.cluster.mtu == 9000 and 60 <= f.param <= 400
+        for h, host in enumerate(b.cluster.hosts):
+            for k in (host.vsan_nic, host.standby_nic):
+                row = None if k is None else _nicinfo_row(b, host.name, host.nics[k].name)
+                if row is not None:
+                    cols = row.split()
+                    assert cols[8] == ("1500" if h == f.host else "9000"), row
+                    assert h != f.host or (int(cols[5]) == host.nics[k].speed_mbps and cols[6] == "Full")
+        host = b.cluster.hosts[f.host]
+        pn = f"{host.uuid}|{host.nics[f.nic].name}"
+        rx, tx = (_after(b, "vsan-pnic-net", pn, k, f) for k in ("rxThroughput", "txThroughput"))
+        assert np.nanmax(np.maximum(rx, tx)) <= f.param * 1e6 * 1.01
+        vmk = {k: _after(b, "vsan-host-net", host.uuid, k, f) for k in ("txThroughput", "txPackets")}
+        assert np.nanmedian(vmk["txThroughput"] / vmk["txPackets"]) < 1500
+        txl = _after(b, "vsan-host-net", host.uuid, "txPacketsLossRate", f)
+        assert not _collected(txl) or 0.01 < np.nanmedian(txl) < 0.5
+
+
 def _link(c: Cause) -> None:
+    if c.name == "mtu_mismatch":
+        return _mtu(c)
     _net(c)
     for b, f in _runs(c):
         host = b.cluster.hosts[f.host]
         nic = host.nics[f.nic]
         speed = 100 if c.name == "speed_100m" else 1000 if c.name == "speed_1g" else int(f.param)
         assert int(f.param) == speed and speed in (100, 1000)
-        info = next((v for p, v in b.files.items() if p.startswith(f"esx-{host.name}-") and "nicinfo" in p), None)
-        if info is not None:
-            row = next(ln for ln in info.decode().splitlines() if ln.startswith(nic.name + " "))
+        row = _nicinfo_row(b, host.name, nic.name)
+        if row is not None:
             assert f" {speed} " in row and ("Half" in row) == (c.name == "half_duplex")
         pn = f"{host.uuid}|{nic.name}"
         rx, tx = (_after(b, "vsan-pnic-net", pn, k, f) for k in ("rxThroughput", "txThroughput"))

@@ -7,7 +7,10 @@ from pathlib import Path
 import numpy as np
 
 from data.simulate.archive import tar_bytes
+from data.simulate.causes import CauseFilter
 from data.simulate.generate import simulate_bundle
+from data.simulate.plan import choose, mtu_ceiling
+from data.simulate.topology import build_cluster
 from models.rules_margins import named_margins
 from pipeline.api import load_bundle
 from tests.conftest import load_checker
@@ -47,3 +50,17 @@ def test_older_generation_hosts_are_a_minority_of_25_gbe_field_clusters() -> Non
         mixed += older > 0
         assert older <= max(1, len(c.hosts) // 2)
     assert total >= 10 and 0 < mixed < total
+
+
+def test_an_mtu_mismatch_drawn_on_a_1500_cluster_moves_it_to_jumbo_frames_first() -> None:
+    """A mismatch needs jumbo frames elsewhere: a cluster drawn at 1500 becomes a 9000 one (every host's
+    vSAN uplink and standby) before one host is left at 1500; its management and VM ports stay 1500."""
+    i = 0
+    while (cl := build_cluster("field", np.random.default_rng(i))).mtu != 1500:
+        i += 1
+    inj = choose(cl, "net.link_degraded", 0, np.random.default_rng(0), set(), CauseFilter.of(["mtu_mismatch"]))
+    assert inj is not None and inj.cause == "mtu_mismatch" and cl.mtu == 9000
+    assert 60 <= inj.param <= 400 and inj.param == mtu_ceiling(inj.severity)
+    for h in cl.hosts:
+        vsan = {h.vsan_nic, h.standby_nic} - {None}
+        assert all((n.mtu == 9000) == (k in vsan) for k, n in enumerate(h.nics) if n.link_up)

@@ -47,9 +47,9 @@ def _nics_found(fault: str, cause: str, n: int = 8) -> int:
     return hits
 
 
-@pytest.mark.parametrize("cause", ["speed_1g", "speed_100m", "half_duplex"])
+@pytest.mark.parametrize("cause", ["speed_1g", "speed_100m", "half_duplex", "mtu_mismatch"])
 def test_link_rule_fires_through_every_cause(cause: str) -> None:
-    """Measured 6, 6 and 7 of 8 (5, 6 and 7 before the rated speed and the logged link-up speed): every
+    """Measured 6, 6, 7 and 8 of 8 (5, 6 and 7 before the rated speed and the logged link-up speed): every
     miss is on a host whose support bundle is not in the upload (no nicinfo, no logs: no speed to read)
     and whose uplink carries too little load to flat-top. A cluster whose every known vSAN uplink runs
     at 1 Gb/s is caught by the port's own rating (tests/pipeline/test_static.py)."""
@@ -429,3 +429,39 @@ def test_a_buffer_a_resync_fills_is_the_resyncs() -> None:
     assert _wb_margin(bt, share=0.5, resync_mbs=80.0, quiet=np.nan) < -2  # the resync never stops
     assert _wb_margin(bt, share=np.nan, resync_mbs=80.0) > 2  # counters not collected: no say
     assert _wb_margin(bt, share=0.9, resync_mbs=2.0) > 2  # no resync the rules find: congested
+
+
+def _with_mtus(mtus: dict[int, str]) -> tuple[BundleTensors, list[int]]:
+    """A healthy lab bundle of a jumbo-frame cluster, each listed host's vSAN uplink and standby set to
+    that MTU in its nicinfo; the rows of those hosts' vSAN uplinks."""
+    i = 0
+    while (b := simulate_bundle("lab", 43, i, issue_rate=0.0)).cluster.mtu != 9000:
+        i += 1
+    files, rows = dict(b.files), []
+    for h, mtu in mtus.items():
+        host = b.cluster.hosts[h]
+        path = next(p for p in files if p.startswith(f"esx-{host.name}-") and p.endswith("nicinfo.sh.txt"))
+        lines = files[path].decode().splitlines(keepends=True)
+        for k in (host.vsan_nic, host.standby_nic):
+            j = next((j for j, ln in enumerate(lines) if k is not None and ln.startswith(host.nics[k].name + " ")), -1)
+            if j >= 0:
+                lines[j] = lines[j].replace(" 9000 ", f" {mtu} ", 1)
+        files[path] = "".join(lines).encode()
+    bt = load_bundle(tar_bytes(files))
+    for h in mtus:
+        host = b.cluster.hosts[h]
+        rows.append(bt.kinds["nic"].ids.index(f"nic:{host.name}/{host.nics[host.vsan_nic].name}"))
+    return bt, rows
+
+
+def test_a_vsan_uplink_below_the_other_hosts_mtu_is_a_degraded_link() -> None:
+    """faults.md's MTU mismatch: one host's vSAN uplink at 1500 where the others run 9000 fires at full
+    strength, whatever its speed; nothing else in the cluster does (management and VM ports at 1500 are
+    normal). One host moved to jumbo frames ahead of the others at 1500 flags none of theirs."""
+    bt, (bad,) = _with_mtus({1: "1500"})
+    link = rule_margins(bt, THRESHOLDS)["net.link_degraded"]
+    assert link[bad] == 4.0 and (np.delete(link, bad) < 0).all()
+    assert bundle_evidence(bt)["nic"]["mtu_below_peers"][bad] == 1.0
+    bt, rows = _with_mtus({h: "1500" for h in (0, 1, 2)})  # hosts 0-2 at 1500, host 3 alone at 9000
+    assert (rule_margins(bt, THRESHOLDS)["net.link_degraded"] < 0).all()
+    assert (bundle_evidence(bt)["nic"]["mtu_below_peers"][rows] == 0).all()

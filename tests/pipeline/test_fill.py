@@ -154,10 +154,10 @@ def test_down_port_is_not_a_slow_or_half_duplex_uplink(bundle: Bundle) -> None:
     assert not st["speed_gbps"][1][down] and not st["duplex_full"][1][down]  # unknown, not 0 and half
     assert st["link_up"][1][down] and st["link_up"][0][down] == 0.0
     checks = _uplink_checks(kt)
-    assert UPLINK_CHECKS == ("uplink:slow_for_design", "uplink:half_duplex")
+    assert UPLINK_CHECKS == ("uplink:slow_for_design", "uplink:half_duplex", "uplink:mtu_below_peers")
     assert (checks[down] == 0).all()
     share = st["traffic_share"][0][deg]
-    assert share > 0 and checks[deg, 0] > 0 and checks[deg, 1] == pytest.approx(share)
+    assert share > 0 and checks[deg, 0] > 0 and checks[deg, 1] == pytest.approx(share) and checks[deg, 2] == 0
 
 
 def test_nfs_deterioration_attaches_to_no_vsan_disk(bundle: Bundle) -> None:
