@@ -163,7 +163,11 @@ def _event_counts(kt: KindTensors) -> np.ndarray:
 # ensemble's low_oio recall there fell 0.82 -> 0.72 when the CNN read it (README). The rules read it with
 # thresholds Little's law sets (models.rules_margins), not ones learnt from our noise. vm_inflight_spread
 # reads that noise directly (how much a benchmark's in-flight level wanders is the counters' noise).
-RULES_ONLY_STATIC: Final[dict[str, frozenset[str]]] = {"cluster": frozenset({"vm_closed_loop", "vm_inflight_spread"})}
+# vm_disk_oio (vscsiStats) is faults.md's "threads per disk" itself: a number with a meaning the rules
+# read at a threshold, in the few bundles that carry a capture, not a column to learn a generator's from.
+RULES_ONLY_STATIC: Final[dict[str, frozenset[str]]] = {
+    "cluster": frozenset({"vm_closed_loop", "vm_inflight_spread", "vm_disk_oio"})
+}
 _LEARNT_STATIC: Final[dict[str, np.ndarray]] = {
     k: np.array([s not in RULES_ONLY_STATIC.get(k, ()) for s in names]) for k, names in KIND_STATIC.items()
 }
@@ -250,7 +254,7 @@ def _uplink_checks(kt: KindTensors) -> np.ndarray:
         # model shown only one of them must not learn how many doublings "slow" takes. Below the port's
         # own rating counts as below the design (a cluster whose known uplinks all run at 1 Gb/s).
         slow = np.clip(np.log2(np.fmax(design, rated) / speed), 0, 1)
-    out = np.stack([share * slow, share * (1 - duplex), share * mtu_below_peers(kt, uplink)], 1)
+    out = np.stack([share * slow, share * (1 - duplex), share * mtu_below_peers(kt)], 1)
     return np.nan_to_num(out, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 
 

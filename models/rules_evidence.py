@@ -29,8 +29,9 @@ from models.rules_read import (
     row_median,
     series,
     static,
+    vsan_ports,
 )
-from pipeline.tensors import BundleTensors
+from pipeline.tensors import BundleTensors, KindTensors
 
 Evidence = dict[str, dict[str, np.ndarray]]  # kind -> measure name -> (n_components,) float64
 
@@ -75,7 +76,8 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
         # uplink whose speed is known runs at 1 Gb/s too (the design speed then reads 1 Gb/s)
         "rated_gbps": rated,
         "half_duplex": np.where(np.isfinite(duplex), (duplex < 0.5) & uplink, NAN),
-        "mtu_below_peers": mtu_below_peers(kt, uplink),
+        "mtu_below_peers": mtu_below_peers(kt),
+        **_frames(kt, vsan_ports(kt), tput),
         "loss_pct": _over_usual(loss),
         "host_loss_pct": h_loss_lent,
         "drops_pct": _over_usual(drops),
@@ -123,6 +125,26 @@ def _cap(x: np.ndarray) -> dict[str, np.ndarray]:
 def _over_usual(x: np.ndarray) -> np.ndarray:
     """Each component's level over the bundle's usual one (the median of those observed); NaN stays NaN."""
     return x - np.nanmedian(x) if np.isfinite(x).any() else x
+
+
+def _frames(kt: KindTensors, uplink: np.ndarray, tput: np.ndarray) -> dict[str, np.ndarray]:
+    """Bytes per packet a vSAN uplink carries over its busier half (data, not heartbeats), and the median
+    of the other hosts' vSAN uplinks': `frame_bytes`, `peer_frame_bytes`. An uplink at MTU 1500 cannot
+    average more than 1500 whatever nicinfo is missing; a jumbo-frame one under load averages several
+    thousand (9000-byte segments, small ACKs). NaN for other ports, an uplink under 10 MB/s at its p90
+    (heartbeats and keep-alives are small whatever the MTU) or without packet counters."""
+    rx, tx = series(kt, "pnic.rxThroughput"), series(kt, "pnic.txThroughput")  # MB/s
+    packets = series(kt, "pnic.rxPackets") + series(kt, "pnic.txPackets")  # 1/s
+    with np.errstate(all="ignore"):
+        frame = 1e6 * (rx + tx) / np.where(packets > 0, packets, np.nan)
+        busy = tput >= level(tput, 50)[:, None]
+    mine = np.where(uplink & (level(tput, 90) >= 10.0), row_median(np.where(busy, frame, np.nan)), NAN)
+    peers = np.full(len(mine), NAN)
+    for i in np.flatnonzero(np.isfinite(mine)):
+        ref = mine[np.isfinite(mine) & (kt.host_index != kt.host_index[i])]
+        if len(ref):
+            peers[i] = float(np.median(ref))
+    return {"frame_bytes": mine, "peer_frame_bytes": peers}
 
 
 def _others_max(x: np.ndarray) -> np.ndarray:
@@ -238,6 +260,8 @@ def _cluster(bt: BundleTensors) -> dict[str, np.ndarray]:
             "closed_loop": float(static(kt, "vm_closed_loop")[0]) if n else NAN,
             # how much the in-flight level of the VMs that could be the benchmark moves (log IQR)
             "inflight_spread": float(static(kt, "vm_inflight_spread")[0]) if n else NAN,
+            # vscsiStats, where an engineer captured it: I/Os outstanding per virtual disk (threads per disk)
+            "disk_oio": float(static(kt, "vm_disk_oio")[0]) if n else NAN,
             "active_share": float(active.mean()),
             "latency_ms": on(lat),
             # spindles serve in 5-10 ms unloaded: what "every latency low" means depends on the tier

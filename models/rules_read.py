@@ -136,19 +136,35 @@ def events(kt: KindTensors, *channels: str) -> np.ndarray:
     return total
 
 
-def mtu_below_peers(kt: KindTensors, uplink: np.ndarray) -> np.ndarray:
-    """(n,) 1.0 where a vSAN uplink's MTU (nicinfo) is below what the other hosts' vSAN uplinks run
-    (their median), 0.0 where it is not, NaN where it or they are unknown or it is no vSAN uplink.
+def vsan_ports(kt: KindTensors) -> np.ndarray:
+    """(n,) bool: the NICs that carry their host's vSAN traffic, its largest share and any within 3/4
+    of it, at least half (two active uplinks split it ~0.5 each). A busy VM-network port whose traffic
+    partly follows the vmknic's reads ~0.5 beside the real uplink's 1.0: not a vSAN port."""
+    share = np.nan_to_num(static(kt, "traffic_share"))
+    top = np.zeros(len(share))
+    for h in np.unique(kt.host_index):
+        on = kt.host_index == h
+        top[on] = share[on].max()
+    return (share >= 0.5) & (share >= 0.75 * top)
+
+
+def mtu_below_peers(kt: KindTensors) -> np.ndarray:
+    """(n,) 1.0 where a vSAN port's MTU (nicinfo) is below what the other hosts' vSAN ports run (their
+    median), 0.0 where it is not, NaN where it or they are unknown or it is no vSAN port (vsan_ports).
 
     vSAN wants one MTU end to end (its health check pings with the vmknic's frame size), so a host whose
     uplink runs 1500 in a cluster of 9000 is a mismatch whatever the port's speed. The reference is the
     other hosts' (not the cluster's max or this host's): one host moved to jumbo frames ahead of the
     others flags nothing on theirs, and two active uplinks of one host do not vote for each other."""
-    mtu, hosts = static(kt, "mtu_k"), kt.host_index
-    known = uplink & np.isfinite(mtu)
+    mtu, hosts, share = static(kt, "mtu_k"), kt.host_index, np.nan_to_num(static(kt, "traffic_share"))
+    known = vsan_ports(kt) & np.isfinite(mtu)
     out = np.full(len(mtu), np.nan)
     for i in np.flatnonzero(known):
         ref = mtu[known & (hosts != hosts[i])]
         if len(ref):
-            out[i] = float(mtu[i] < np.median(ref) - 0.05)  # mtu_k is in thousands of bytes
+            r = np.median(ref) - 0.05  # mtu_k is in thousands of bytes
+            # a port of its host at the peers' MTU carrying a fifth or more of its vSAN traffic is the
+            # vSAN uplink the traffic share misread (a busy VM-network port followed the vmknic closer)
+            twin = (hosts == hosts[i]) & (mtu >= r) & (share >= 0.2)
+            out[i] = float(mtu[i] < r and not twin.any())
     return out

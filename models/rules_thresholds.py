@@ -30,6 +30,12 @@ THRESHOLDS: Final[dict[str, float]] = {
     # vSAN uplink whose throughput flat-tops at 1 GbE's payload rate (~110-120 MB/s) for a share of the
     # window is the same finding.
     "speed_ratio": 2.0,
+    # MTU mismatch where nicinfo is missing: an uplink at MTU 1500 averages at most 1500 bytes a packet
+    # (its ACKs smaller still); the other hosts' jumbo-frame uplinks, busy, average far more than any MTU
+    # 1500 link can (9000-byte segments with an ACK every one or two: 3,000-6,000). 2,500 leaves a 1500
+    # network's peers (at most 1500) out however their ACKs fall.
+    "mtu_1500_frame_bytes": 1500.0,
+    "jumbo_frame_bytes": 2500.0,
     "gbe_top_mbs": 125.0,
     "gbe_floor_mbs": 80.0,
     "fe_top_mbs": 12.5,  # 100 Mb/s flat-tops near 12 MB/s of payload
@@ -136,6 +142,11 @@ THRESHOLDS: Final[dict[str, float]] = {
     "threaded_inflight_spread": 0.25,
     "oio_per_vm_min": 0.5,
     "oio_per_vm_max": 16.0,
+    # vscsiStats' outstanding I/Os per virtual disk as its issued I/Os typically find them, the one issued
+    # included (the bucket limit of the median: 1, 2, 4 for 3-4, 6, 8, ...; pipeline.parse.vscsistats):
+    # one thread per disk reads 1, two read 2, three 4. Between the fault's 2 and the next bucket's 4 (on
+    # log2: 1 is +1.6, 2 is +0.6, 4 is -0.4, 8 is -1.4).
+    "disk_oio_max": 3.0,
     "low_latency_ms": 3.0,
     "low_latency_hybrid_ms": 15.0,
 }

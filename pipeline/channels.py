@@ -155,6 +155,7 @@ KIND_STATIC: Final[dict[str, tuple[str, ...]]] = {
         "all_flash_share",
         "vm_closed_loop",  # -1 the busy VMs pace their iops .. +1 they hold I/Os in flight (pipeline.littles)
         "vm_inflight_spread",  # how much the in-flight level of VMs holding 0.5-16 I/Os moves (log IQR)
+        "vm_disk_oio",  # vscsiStats: I/Os outstanding per virtual disk when one is issued (median of disks)
     ),
     "host": ("has_bundle", "has_esxtop", "has_logs", "n_nics", "n_diskgroups", "n_disks", "n_vsan_vmknics"),
     # rated_gbps: what the NIC was built for, read off nicinfo's Description (10GbE, 25GbE, Gigabit)

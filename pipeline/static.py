@@ -102,9 +102,11 @@ def fill_static(
     n_vms: int,
     closed_loop: float | None = None,
     inflight_spread: float | None = None,
+    disk_oio: float | None = None,
 ) -> None:
     """`closed_loop`, `inflight_spread`: the VMs' closed-loop score and how much the in-flight level of
-    those that could be a one- or two-thread benchmark moves (pipeline.littles); None where no VM tells."""
+    those that could be a one- or two-thread benchmark moves (pipeline.littles); None where no VM tells.
+    `disk_oio`: vscsiStats' outstanding I/Os per virtual disk (parse.vscsistats.disk_oio), None uncaptured."""
     share = _traffic_share(pb, topo)
     pnic_ids = set(share)
     logged = _logged_speeds(topo)
@@ -174,6 +176,7 @@ def fill_static(
         ("n_vms", n_vms),
         ("vm_closed_loop", closed_loop),
         ("vm_inflight_spread", inflight_spread),
+        ("vm_disk_oio", disk_oio),
         ("native_interval_s", grid.native),
         ("step_s", grid.step),
         ("window_h", grid.step * grid.T / 3600),

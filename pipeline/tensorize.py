@@ -13,6 +13,7 @@ from pipeline.grid import Grid, best_window, choose_step, count_events, native_i
 from pipeline.littles import closed_loop_score, inflight_spread, vm_loops
 from pipeline.parse.bundle import ParsedBundle
 from pipeline.parse.perfdump import PerfEntity
+from pipeline.parse.vscsistats import disk_oio
 from pipeline.static import fill_static
 from pipeline.tensors import SCHEMA_VERSION, BundleTensors, KindTensors
 from pipeline.topology import KIND_ORDER, Topology
@@ -120,7 +121,9 @@ def tensorize(pb: ParsedBundle, topo: Topology, cfg: PipelineConfig) -> BundleTe
     event_channels(topo, evs, grid, kinds)
     kinds_out = {k: v.kt for k, v in kinds.items()}
     loops = vm_loops(vms, grid)
-    fill_static(pb, topo, grid, kinds_out, len(vms), closed_loop_score(loops), inflight_spread(loops))
+    fill_static(
+        pb, topo, grid, kinds_out, len(vms), closed_loop_score(loops), inflight_spread(loops), disk_oio(pb.vscsi)
+    )
     for kt in kinds_out.values():
         hidx = {cid: i for i, cid in enumerate(ids["host"])}
         gidx = {cid: i for i, cid in enumerate(ids["diskgroup"])}

@@ -21,7 +21,8 @@ if TYPE_CHECKING:
 # 5: cluster static vm_closed_loop (Little's law per VM: closed-loop threads or a paced rate).
 # 6: cluster static vm_inflight_spread (how much the in-flight level of the VMs that could be a one- or
 # two-thread benchmark moves; threads hold it still).
-SCHEMA_VERSION: Final = "vsandx.tensors/6"
+# 7: cluster static vm_disk_oio (vscsiStats: outstanding I/Os per virtual disk when one is issued).
+SCHEMA_VERSION: Final = "vsandx.tensors/7"
 
 
 @dataclass

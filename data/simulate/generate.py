@@ -23,6 +23,7 @@ from data.simulate.physics import solve
 from data.simulate.plan import Grid, Injected, Plan, labels, make_plan
 from data.simulate.sitevar import log_style, site_metrics
 from data.simulate.topology import Cluster, Rng, _uuid, build_cluster
+from data.simulate.vscsi import capture_rng, vscsi_files
 from data.simulate.workload import Workload, build_workload
 
 PROFILES = ("lab", "field")
@@ -136,6 +137,7 @@ def simulate_bundle(
     name = f"{profile}-s{seed}-{index:06d}"
     files = _host_files(cluster, plan, events, dump, rng, field)
     files.update(esxtop_files(cluster, wl, cond, st, plan, files, rng))
+    files.update(vscsi_files(cluster, wl, st, float(grid.dt), files, capture_rng(profile, seed, index)))
     lab = labels(cluster, plan, profile, seed)
     files["labels.json"] = (json.dumps(lab, indent=1) + "\n").encode()
     present = len({p.split("/", 1)[0] for p in files if p.startswith("esx-")})

@@ -45,3 +45,44 @@ def parse_vscsistats(text: str) -> list[Histogram]:
         except ValueError:
             continue
     return out
+
+
+OIO_TITLE = "number of outstanding IOs when a new IO is issued"
+MIN_IOS = 100  # a virtual disk that issued fewer during the capture says nothing of its load
+
+
+def _median(h: Histogram) -> float | None:
+    """The bucket limit that holds the histogram's median I/O, else (no buckets) its `mean` line. Not the
+    mean first: vscsiStats prints it truncated to an integer, so a disk whose I/Os go out beside two
+    others reads 2, and a burst or two lifts an idle guest's far past its typical issue."""
+    total = sum(f for _, f in h.buckets)
+    if total <= 0:
+        mean = h.stats.get("mean")
+        return mean if mean is not None and mean >= 0 else None
+    seen = 0
+    for limit, f in h.buckets:
+        seen += f
+        if 2 * seen >= total:
+            return limit
+    return None
+
+
+def disk_oio(files: list[tuple[str, list[Histogram]]]) -> float | None:
+    """Outstanding I/Os per virtual disk, the median over every captured disk that issued at least
+    MIN_IOS: each disk's typical count of I/Os outstanding when it issued one, itself included, as its
+    histogram's bucket limit (1, 2, 4, 6, ...). A benchmark with one thread per disk reads 1, two threads
+    2, three 4 (faults.md's "threads per disk"); None without a capture. Reads the all-I/O histogram only
+    (not its Read or Write halves)."""
+    means = []
+    for _, hists in files:
+        for h in hists:
+            if h.title.strip().lower() != OIO_TITLE.lower() or h.stats.get("count", MIN_IOS) < MIN_IOS:
+                continue
+            m = _median(h)
+            if m is not None:
+                means.append(m)
+    if not means:
+        return None
+    means.sort()
+    mid = len(means) // 2
+    return means[mid] if len(means) % 2 else (means[mid - 1] + means[mid]) / 2

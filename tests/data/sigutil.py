@@ -90,7 +90,9 @@ def esxtop_columns(b: Bundle, hostname: str, obj: str, counter: str) -> list[tup
         if not (path.startswith(f"esx-{hostname}-") or path.startswith(f"esxtop/{short}-")):
             continue
         lines = data.decode().splitlines()
-        start = next(i for i, line in enumerate(lines) if "(PDH-CSV 4.0)" in line)
+        start = next((i for i, line in enumerate(lines) if "(PDH-CSV 4.0)" in line), None)
+        if start is None:  # another capture (vscsiStats), not esxtop
+            continue
         rows = list(csv.reader(lines[start:]))
         header, body = rows[0], [r for r in rows[1:] if r]
         stamps = []

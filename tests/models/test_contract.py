@@ -161,7 +161,7 @@ def test_load_refuses_a_model_that_read_the_statics_only_the_rules_read(
     name, model, _ = fitted
     folder = model.save(tmp_path / name)
     config = json.loads((folder / "config.json").read_text())
-    assert config["rules_only_static"] == {"cluster": ["vm_closed_loop", "vm_inflight_spread"]}
+    assert config["rules_only_static"] == {"cluster": ["vm_closed_loop", "vm_disk_oio", "vm_inflight_spread"]}
     del config["rules_only_static"]
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(SchemaMismatch, match=r"keeping no statics from learnt models.*vm_closed_loop.*retrain"):

@@ -10,7 +10,9 @@ from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
 from models.rules_evidence import bundle_evidence
 from models.rules_margins import THRESHOLDS, rule_margins
+from models.rules_read import mtu_below_peers
 from pipeline import load_bundle
+from pipeline.channels import KIND_STATIC
 from pipeline.tensors import BundleTensors
 
 
@@ -465,3 +467,56 @@ def test_a_vsan_uplink_below_the_other_hosts_mtu_is_a_degraded_link() -> None:
     bt, rows = _with_mtus({h: "1500" for h in (0, 1, 2)})  # hosts 0-2 at 1500, host 3 alone at 9000
     assert (rule_margins(bt, THRESHOLDS)["net.link_degraded"] < 0).all()
     assert (bundle_evidence(bt)["nic"]["mtu_below_peers"][rows] == 0).all()
+
+
+def test_vscsistats_threads_per_disk_decide_where_captured() -> None:
+    """Where vscsiStats was captured, its outstanding I/Os per virtual disk stand in for the VMs' I/Os in
+    flight (which need a VM's disk count to mean threads per disk): 1 or 2 keeps the finding whatever a VM
+    holds (a VM of 40 disks at one thread each), 4 (three threads) and more is a benchmark driven as it
+    should be. Uncaptured, the VMs' in-flight band decides as before."""
+    bt, _ = _bundle("cluster.low_oio", "one_thread", 0)
+
+    def margin(disk_oio: float, oio_per_vm: float | None = None) -> float:
+        ev = bundle_evidence(bt)
+        c = ev["cluster"]
+        c["disk_oio"] = np.full(1, disk_oio)
+        if oio_per_vm is not None:
+            c["oio_per_vm"] = np.full(1, oio_per_vm)
+        return float(rule_margins(bt, THRESHOLDS, ev)["cluster.low_oio"][0])
+
+    base = margin(np.nan)
+    assert base > 0
+    assert margin(1.0) > 0 and margin(2.0) > 0
+    assert margin(4.0) < 0 and margin(8.0) < margin(4.0)
+    assert margin(np.nan, oio_per_vm=40.0) < 0 and margin(1.0, oio_per_vm=40.0) > 0
+
+
+def test_an_mtu_1500_port_is_read_off_its_frames_where_nicinfo_is_missing() -> None:
+    """A host whose folder is not in the upload has no nicinfo, but the cluster-wide dump still counts its
+    uplink's bytes and packets: at most 1500 bytes a packet among jumbo-frame peers averaging thousands
+    is an MTU-1500 link. Peers at 1500 themselves, or unknown, say nothing."""
+    bt, (row,) = _with_mtus({0: "9000"})
+    ev = bundle_evidence(bt)
+    assert ev["nic"]["frame_bytes"][row] > 2500 and ev["nic"]["peer_frame_bytes"][row] > 2500  # a jumbo cluster
+
+    def margin(frame: float, peers: float) -> float:
+        return _link_margin(bt, True, {"mtu_below_peers": np.nan, "frame_bytes": frame, "peer_frame_bytes": peers})
+
+    assert margin(900.0, 4500.0) > 0.5
+    assert margin(4400.0, 4500.0) < 0 and margin(900.0, 1000.0) < 0 and margin(900.0, np.nan) < 0
+
+
+def test_a_vm_port_the_traffic_share_misreads_is_not_an_mtu_mismatch() -> None:
+    """Where a busy 1500 VM-network port follows the vmknic closer than the host's real 9000 vSAN uplink
+    (share 0.6 against 0.4, seen on 4 healthy hosts of 1,000 bundles), the host still has a jumbo port
+    carrying its vSAN traffic: no mismatch. Without that port the 1500 one is."""
+    bt, (uplink,) = _with_mtus({0: "9000"})
+    kt = bt.kinds["nic"]
+    j_share, j_mtu = (KIND_STATIC["nic"].index(c) for c in ("traffic_share", "mtu_k"))
+    host = kt.host_index[uplink]
+    vm = next(i for i in np.flatnonzero(kt.host_index == host) if i != uplink and kt.static[i, j_mtu] == 1.5)
+    kt.static[[vm, uplink], j_share] = 0.6, 0.4
+    kt.static_mask[[vm, uplink], j_share] = True
+    assert mtu_below_peers(kt)[vm] == 0.0
+    kt.static[uplink, j_share] = 0.1
+    assert mtu_below_peers(kt)[vm] == 1.0
