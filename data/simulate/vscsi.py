@@ -1,12 +1,13 @@
 """vscsiStats `-p all -c` captures: what an engineer collects on a suspect VM's virtual disks.
 
-Some bundles carry one (an engineer ran vscsiStats on one host for a few of its busiest VMs over the
-last 10-30 minutes of the window). Each virtual disk gets vscsiStats' histograms of I/O lengths,
-latency and outstanding I/Os (all, Read, Write), with its buckets and its integer `mean` line. Outstanding
-I/Os when a new one is issued count the new one: a closed loop of N threads on the disk issues each I/O
-as the last one completes, beside its N-1 others (N); a paced guest's arrivals find Little's law's
-in-flight level (1 + Poisson(iops x latency)). The draws use their own stream (`capture_rng`), so a
-bundle without a capture is byte for byte what it was before captures existed.
+Some bundles carry one: an engineer ran vscsiStats on one host for the VMs in question (a benchmark's
+where it runs one, else its busiest) over the last 10-30 minutes of the window. Each virtual disk gets
+vscsiStats' histograms of I/O lengths, latency and outstanding I/Os (all, Read, Write), with its buckets
+and its integer `mean` line. Outstanding I/Os when a new one is issued count the new one: a closed loop
+of N threads on the disk issues each I/O as the last one completes, beside its N-1 others (N); a paced
+guest's arrivals find Little's law's in-flight level (1 + Poisson(iops x latency)). The draws use their
+own stream (`capture_rng`), so a bundle without a capture is byte for byte what it was before captures
+existed.
 """
 
 from __future__ import annotations

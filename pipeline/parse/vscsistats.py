@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -55,15 +56,15 @@ def _median(h: Histogram) -> float | None:
     """The bucket limit that holds the histogram's median I/O, else (no buckets) its `mean` line. Not the
     mean first: vscsiStats prints it truncated to an integer, so a disk whose I/Os go out beside two
     others reads 2, and a burst or two lifts an idle guest's far past its typical issue."""
-    total = sum(f for _, f in h.buckets)
+    total = sum(max(f, 0) for _, f in h.buckets)
     if total <= 0:
         mean = h.stats.get("mean")
-        return mean if mean is not None and mean >= 0 else None
+        return mean if mean is not None and math.isfinite(mean) and mean >= 0 else None
     seen = 0
     for limit, f in h.buckets:
-        seen += f
+        seen += max(f, 0)
         if 2 * seen >= total:
-            return limit
+            return limit if math.isfinite(limit) and limit >= 0 else None
     return None
 
 
@@ -73,16 +74,16 @@ def disk_oio(files: list[tuple[str, list[Histogram]]]) -> float | None:
     histogram's bucket limit (1, 2, 4, 6, ...). A benchmark with one thread per disk reads 1, two threads
     2, three 4 (faults.md's "threads per disk"); None without a capture. Reads the all-I/O histogram only
     (not its Read or Write halves)."""
-    means = []
+    typical = []
     for _, hists in files:
         for h in hists:
-            if h.title.strip().lower() != OIO_TITLE.lower() or h.stats.get("count", MIN_IOS) < MIN_IOS:
-                continue
+            if h.title.strip().lower() != OIO_TITLE.lower() or not h.stats.get("count", MIN_IOS) >= MIN_IOS:
+                continue  # (a NaN count is no count)
             m = _median(h)
             if m is not None:
-                means.append(m)
-    if not means:
+                typical.append(m)
+    if not typical:
         return None
-    means.sort()
-    mid = len(means) // 2
-    return means[mid] if len(means) % 2 else (means[mid - 1] + means[mid]) / 2
+    typical.sort()
+    mid = len(typical) // 2
+    return typical[mid] if len(typical) % 2 else (typical[mid - 1] + typical[mid]) / 2

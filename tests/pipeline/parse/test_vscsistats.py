@@ -53,3 +53,17 @@ def test_real_capture() -> None:
     hs = parse_vscsistats(p.read_text())
     # "mean,3" over 793 I/Os, but 551 of them issued alone: a guest idle between bursts, not three threads
     assert disk_oio([(p.name, hs)]) == 1
+
+
+def test_hostile_numbers_say_nothing() -> None:
+    """Negative frequencies count for nothing; a non-finite or negative limit, mean or count is no
+    reading (a capture is attacker-controlled like the rest of the upload)."""
+    neg = _hist(OIO, None, 500, [(1.0, -900), (2.0, 300), (4.0, 200)])
+    assert disk_oio([("a.csv", [neg])]) == 2.0
+    for h in (
+        _hist(OIO, None, 500, [(float("inf"), 500)]),
+        _hist(OIO, None, 500, [(-3.0, 500)]),
+        _hist(OIO, float("nan"), 500),
+        Histogram(OIO, "t", {"count": float("nan"), "mean": 1.0}),
+    ):
+        assert disk_oio([("a.csv", [h])]) is None
