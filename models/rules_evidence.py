@@ -25,6 +25,7 @@ from models.rules_read import (
     lvl,
     mtu_below_peers,
     nanmax,
+    other_hosts_median,
     peer_median,
     row_median,
     series,
@@ -41,6 +42,7 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
     n = len(kt.ids)
     share = static(kt, "traffic_share")
     uplink = np.nan_to_num(share) >= 0.5  # carries most of its host's vSAN traffic (read from the data)
+    ports = vsan_ports(kt)  # ... and not a VM-network port half following the vmknic (the MTU checks)
     speed, duplex, rated = static(kt, "speed_gbps"), static(kt, "duplex_full"), static(kt, "rated_gbps")
     ref = uplink & np.isfinite(speed) & (speed > 0)
     design = float(np.max(speed[ref])) if ref.any() else NAN  # the speed the vSAN network was built for
@@ -76,8 +78,8 @@ def _nic(bt: BundleTensors) -> dict[str, np.ndarray]:
         # uplink whose speed is known runs at 1 Gb/s too (the design speed then reads 1 Gb/s)
         "rated_gbps": rated,
         "half_duplex": np.where(np.isfinite(duplex), (duplex < 0.5) & uplink, NAN),
-        "mtu_below_peers": mtu_below_peers(kt),
-        **_frames(kt, vsan_ports(kt), tput),
+        "mtu_below_peers": mtu_below_peers(kt, ports),
+        **_frames(kt, ports, tput),
         "loss_pct": _over_usual(loss),
         "host_loss_pct": h_loss_lent,
         "drops_pct": _over_usual(drops),
@@ -139,12 +141,7 @@ def _frames(kt: KindTensors, uplink: np.ndarray, tput: np.ndarray) -> dict[str, 
         frame = 1e6 * (rx + tx) / np.where(packets > 0, packets, np.nan)
         busy = tput >= level(tput, 50)[:, None]
     mine = np.where(uplink & (level(tput, 90) >= 10.0), row_median(np.where(busy, frame, np.nan)), NAN)
-    peers = np.full(len(mine), NAN)
-    for i in np.flatnonzero(np.isfinite(mine)):
-        ref = mine[np.isfinite(mine) & (kt.host_index != kt.host_index[i])]
-        if len(ref):
-            peers[i] = float(np.median(ref))
-    return {"frame_bytes": mine, "peer_frame_bytes": peers}
+    return {"frame_bytes": mine, "peer_frame_bytes": other_hosts_median(mine, kt.host_index)}
 
 
 def _others_max(x: np.ndarray) -> np.ndarray:

@@ -148,23 +148,34 @@ def vsan_ports(kt: KindTensors) -> np.ndarray:
     return (share >= 0.5) & (share >= 0.75 * top)
 
 
-def mtu_below_peers(kt: KindTensors) -> np.ndarray:
+def mtu_below_peers(kt: KindTensors, ports: np.ndarray | None = None) -> np.ndarray:
     """(n,) 1.0 where a vSAN port's MTU (nicinfo) is below what the other hosts' vSAN ports run (their
     median), 0.0 where it is not, NaN where it or they are unknown or it is no vSAN port (vsan_ports).
 
     vSAN wants one MTU end to end (its health check pings with the vmknic's frame size), so a host whose
     uplink runs 1500 in a cluster of 9000 is a mismatch whatever the port's speed. The reference is the
     other hosts' (not the cluster's max or this host's): one host moved to jumbo frames ahead of the
-    others flags nothing on theirs, and two active uplinks of one host do not vote for each other."""
+    others flags nothing on theirs, and two active uplinks of one host do not vote for each other.
+    `ports`: vsan_ports(kt) where the caller has it already."""
     mtu, hosts, share = static(kt, "mtu_k"), kt.host_index, np.nan_to_num(static(kt, "traffic_share"))
-    known = vsan_ports(kt) & np.isfinite(mtu)
+    known = (vsan_ports(kt) if ports is None else ports) & np.isfinite(mtu)
+    ref = other_hosts_median(np.where(known, mtu, np.nan), hosts) - 0.05  # mtu_k is in thousands of bytes
     out = np.full(len(mtu), np.nan)
-    for i in np.flatnonzero(known):
-        ref = mtu[known & (hosts != hosts[i])]
+    for i in np.flatnonzero(np.isfinite(ref)):
+        # a port of its host at the peers' MTU carrying a fifth or more of its vSAN traffic is the
+        # vSAN uplink the traffic share misread (a busy VM-network port followed the vmknic closer)
+        twin = (hosts == hosts[i]) & (mtu >= ref[i]) & (share >= 0.2)
+        out[i] = float(mtu[i] < ref[i] and not twin.any())
+    return out
+
+
+def other_hosts_median(x: np.ndarray, hosts: np.ndarray) -> np.ndarray:
+    """(n,) for each row with a value, the median of x over the rows of other hosts that have one; NaN
+    elsewhere. A host's own rows never vote for it (two active uplinks of one host, say)."""
+    ok = np.isfinite(x)
+    out = np.full(len(x), np.nan)
+    for i in np.flatnonzero(ok):
+        ref = x[ok & (hosts != hosts[i])]
         if len(ref):
-            r = np.median(ref) - 0.05  # mtu_k is in thousands of bytes
-            # a port of its host at the peers' MTU carrying a fifth or more of its vSAN traffic is the
-            # vSAN uplink the traffic share misread (a busy VM-network port followed the vmknic closer)
-            twin = (hosts == hosts[i]) & (mtu >= r) & (share >= 0.2)
-            out[i] = float(mtu[i] < r and not twin.any())
+            out[i] = float(np.median(ref))
     return out
