@@ -2,8 +2,10 @@
 worst grouping: no disk group and no host, so every disk's siblings are the whole bundle (the ladder's
 last rung), as a hostile upload of max_components (4,096) disks can arrange. Each disk's channels hold
 random positive values at every step. Time is CPU seconds of one process, best of --repeat.
+`--nics` times the NICs' peer reference (models.rules_read.other_hosts_median: the median over the
+other hosts' uplinks, which the MTU and frame checks read) at 8 NICs a host and at one a host.
 
-    .venv/bin/python benchmarks/bench_rules_scale.py --disks 64 512 4096 --steps 180
+    .venv/bin/python benchmarks/bench_rules_scale.py --disks 64 512 4096 --steps 180 [--nics 512 4096]
 
 Run it on two commits side by side to compare (the script only needs models.rules_disk.disk_evidence).
 """
@@ -21,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from models.rules_disk import disk_evidence  # noqa: E402
+from models.rules_read import other_hosts_median  # noqa: E402
 from pipeline.tensors import SCHEMA_VERSION, BundleTensors, KindTensors  # noqa: E402
 from vsandx.faults import COMPONENT_KINDS  # noqa: E402
 
@@ -40,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--disks", type=int, nargs="+", default=[64, 512, 4096])
     ap.add_argument("--steps", type=int, default=180)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--nics", type=int, nargs="*", default=[])
     args = ap.parse_args(argv)
     print("| disks | steps | CPU s | ms a disk |\n|---|---|---|---|")
     for n in args.disks:
@@ -50,6 +54,17 @@ def main(argv: list[str] | None = None) -> int:
             disk_evidence(bt)
             best = min(best, time.process_time() - t)
         print(f"| {n:,} | {args.steps} | {best:.3f} | {1e3 * best / n:.3f} |", flush=True)
+    if args.nics:
+        print("\n| NICs | NICs a host | CPU s |\n|---|---|---|")
+    for n in args.nics:
+        x = np.random.default_rng(1).normal(size=n)
+        for per_host in (8, 1):
+            best = float("inf")
+            for _ in range(args.repeat):
+                t = time.process_time()
+                other_hosts_median(x, np.arange(n) // per_host)
+                best = min(best, time.process_time() - t)
+            print(f"| {n:,} | {per_host} | {best:.4f} |", flush=True)
     return 0
 
 

@@ -146,6 +146,7 @@ def train(args: argparse.Namespace) -> int:
 
     from training.config import TrainConfig
     from training.run import run_training
+    from training.sweep_errors import SweepFailed
     from vsandx.settings import get_settings
 
     preset = "smoke" if args.smoke else "quick" if args.quick else "standard" if args.standard else "full"
@@ -188,7 +189,11 @@ def train(args: argparse.Namespace) -> int:
         else:
             print(f"champion  {settings.registered_model} version {champ.version} exists; not training")
             return 0
-    done = run_training(cfg, settings, progress=not args.quiet)
+    try:
+        done = run_training(cfg, settings, progress=not args.quiet)
+    except SweepFailed as e:  # says why (Ray's out-of-memory killer, failing trials) and what to change
+        print(f"vsandx train: {e}", file=sys.stderr)
+        return 1
     print(f"report    {done.report}")
     print(
         f"model     registered as version {done.version}"

@@ -171,11 +171,23 @@ def mtu_below_peers(kt: KindTensors, ports: np.ndarray | None = None) -> np.ndar
 
 def other_hosts_median(x: np.ndarray, hosts: np.ndarray) -> np.ndarray:
     """(n,) for each row with a value, the median of x over the rows of other hosts that have one; NaN
-    elsewhere. A host's own rows never vote for it (two active uplinks of one host, say)."""
-    ok = np.isfinite(x)
+    elsewhere. A host's own rows never vote for it (two active uplinks of one host, say).
+
+    np.median over the other hosts' rows, on one sort: a host's k rows hold positions p_0 < ... of the
+    sorted values, and the r-th value of the rest is the sorted one at r + #{i: p_i - i <= r}, so each
+    host costs O(k log k) and a bundle O(n log n), where a median per row was O(n^2) in NICs."""
     out = np.full(len(x), np.nan)
-    for i in np.flatnonzero(ok):
-        ref = x[ok & (hosts != hosts[i])]
-        if len(ref):
-            out[i] = float(np.median(ref))
+    rows = np.flatnonzero(np.isfinite(x))
+    order = rows[np.argsort(x[rows], kind="stable")]
+    vals, owner = x[order], np.asarray(hosts)[order]
+    by_host = np.argsort(owner, kind="stable")  # sorted positions, grouped by host, ascending within one
+    cuts = np.flatnonzero(np.diff(owner[by_host])) + 1
+    for pos in np.split(by_host, cuts) if len(by_host) else []:
+        m = len(vals) - len(pos)
+        if m == 0:
+            continue
+        gaps = pos - np.arange(len(pos))  # kept values before each removed one
+        ranks = np.array([(m - 1) // 2, m // 2])  # the middle one, or the two middle ones of an even count
+        mid = vals[ranks + np.searchsorted(gaps, ranks, side="right")]
+        out[order[pos]] = float(mid.mean())
     return out

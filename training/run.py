@@ -39,6 +39,7 @@ from training.model_files import NoModel
 from training.report import ModelScore, Results, score_model, write_report
 from training.report_trust import calibration_results, review_results, unusual_results
 from training.selection import choose_ensemble, trial_name, winner_configs
+from training.sweep_errors import SweepFailed
 from training.tracking import Tracker
 from training.tune import SweepSpec, TrialOutcome, run_sweep
 from vsandx.settings import Settings
@@ -98,6 +99,7 @@ def sweep_and_rank(
     """Sweep every family of `cfg` (each trial a nested run of the active one), warm-started from the
     configs in `warm` of that family. Returns (every trial, the finished ones best first)."""
     trials: list[TrialOutcome] = []
+    failed: list[str] = []  # why each family that finished no trial failed
     for fam in cfg.families:
         fam_warm = [w for w in warm if w.get("model") == fam]
         spec = SweepSpec(
@@ -110,7 +112,13 @@ def sweep_and_rank(
             seed=cfg.seed,
             budget_s=cfg.sweep_minutes * 60,
         )
-        for n, t in enumerate(run_sweep(spec, train_dir, val_dir, out / "trials", settings.ray_address, progress)):
+        try:
+            outcomes = run_sweep(spec, train_dir, val_dir, out / "trials", settings.ray_address, progress)
+        except SweepFailed as e:  # another family may still finish
+            print(f"sweep {fam} failed: {e}", file=sys.stderr)
+            failed.append(str(e))
+            continue
+        for n, t in enumerate(outcomes):
             trials.append(t)
             with tracker.run(trial_name(fam, n, t), t.config, config={"model": fam}, nested=True) as r:
                 for i, rec in enumerate(t.history):
@@ -119,7 +127,7 @@ def sweep_and_rank(
                 r.log_metrics(t.metrics)
     ranked = sorted((t for t in trials if t.folder is not None), key=lambda t: -t.metrics.get("final_exact_match", 0.0))
     if not ranked:
-        raise RuntimeError("no sweep trial finished: nothing to select")
+        raise SweepFailed(" ".join(["No sweep trial finished: nothing to select.", *failed]))
     return trials, ranked
 
 

@@ -6,9 +6,11 @@ A trial takes a share of a GPU when CUDA is present and one CPU otherwise. `ray_
 VSANDX_RAY_ADDRESS setting) puts the sweep on an existing Ray cluster. Winners' configs from an
 earlier sweep are evaluated first (warm start); a sweep with none starts from the family's registered
 recipe, so that a small sweep's result does not hang on what its few random draws happen to be.
-A trial that Ray's out-of-memory killer ends stops the sweep, not the training run: the trials that
-finished are its result. A sweep with a budget (`budget_s`) gives its trials a deadline: each stops
-training before an epoch would end past it and is scored on its best epoch so far (`out_of_time`).
+A trial that Ray's out-of-memory killer ends stops that run of trials, not the training: the trials
+that finished are kept, and the ones left (the killed trial's config first) run again one at a time. A
+sweep none of whose trials finish raises SweepFailed, saying why and what to change. A sweep with a
+budget (`budget_s`) gives its trials a deadline: each stops training before an epoch would end past it
+and is scored on its best epoch so far (`out_of_time`).
 """
 
 from __future__ import annotations
@@ -35,8 +37,11 @@ from tqdm import tqdm
 from models.registry import create_model, search_space
 from training.datasets import load_dataset
 from training.fitting import fit_and_score, mix_issue_rate
+from training.sweep_errors import SweepFailed, out_of_memory_advice
 
 METRIC = "val_exact_match"
+
+Row = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]  # (config, last result, every result)
 
 
 @dataclass(frozen=True)
@@ -135,7 +140,13 @@ class _Record(Callback):
 
     def __init__(self) -> None:
         self.results: dict[str, list[dict[str, Any]]] = {}
+        self.started: dict[str, dict[str, Any]] = {}  # trial id -> its config, in start order
         self.done: dict[str, dict[str, Any]] = {}  # trial id -> its config, in completion order
+        self.errors: list[str] = []  # the first line of each failed trial's error
+        self.killed: list[dict[str, Any]] = []  # the configs of trials the out-of-memory killer ended
+
+    def on_trial_start(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
+        self.started[trial.trial_id] = dict(trial.config)
 
     def on_trial_result(
         self, iteration: int, trials: list[Any], trial: Any, result: dict[str, Any], **info: Any
@@ -145,15 +156,30 @@ class _Record(Callback):
     def on_trial_complete(self, iteration: int, trials: list[Any], trial: Any, **info: Any) -> None:
         self.done[trial.trial_id] = dict(trial.config)
 
-    def finished(self) -> list[tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]]:
+    def finished(self) -> list[Row]:
         """(config, last result, every result) of each trial that completed, in completion order."""
         return [(cfg, self.results[t][-1], self.results[t]) for t, cfg in self.done.items() if self.results.get(t)]
 
+    def unfinished(self) -> list[dict[str, Any]]:
+        """The configs of trials that started and did not complete (the killed one among them)."""
+        return [cfg for t, cfg in self.started.items() if t not in self.done]
 
-def _killed_for_memory(exc: BaseException) -> bool:
-    """Ray's out-of-memory killer ended a trial: Tune 2.60 does not count its OutOfMemoryError as a
-    trial's failure and aborts the whole sweep with a RuntimeError raised from it."""
-    return isinstance(exc, RuntimeError) and isinstance(exc.__cause__, OutOfMemoryError)
+
+def _for_memory(error: object) -> bool:
+    """Ray's out-of-memory killer ended a trial. Tune 2.60 shows it two ways: a trial's error (a string
+    read back from its error file: "1 worker(s) were killed due to the node running low on memory"),
+    or, killed at another moment, the whole sweep aborted with a RuntimeError raised from the
+    OutOfMemoryError, which it does not count as the trial's failure."""
+    if isinstance(error, RuntimeError) and isinstance(error.__cause__, OutOfMemoryError):
+        return True
+    return isinstance(error, OutOfMemoryError) or "running low on memory" in str(error)
+
+
+def _first_line(error: object) -> str:
+    """The line of a trial's error that says what happened (Tune's own "Failure # 1 (occurred at …)"
+    header left out)."""
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip() and not ln.startswith("Failure #")]
+    return lines[0] if lines else type(error).__name__
 
 
 def run_sweep(
@@ -184,6 +210,7 @@ def _sweep(
     spec: SweepSpec, space: dict[str, Any], train_dir: Path, val_dir: Path, out_dir: Path, progress: bool
 ) -> list[TrialOutcome]:
     gpu = 0.25 if torch.cuda.is_available() else 0.0
+    deadline = time.time() + spec.budget_s if spec.budget_s > 0 else None
     trainable = tune.with_resources(
         # absolute paths: trials run in Ray workers with another working directory
         tune.with_parameters(
@@ -192,58 +219,37 @@ def _sweep(
             train_dir=str(train_dir.resolve()),
             val_dir=str(val_dir.resolve()),
             out_dir=str(out_dir.resolve()),
-            deadline=time.time() + spec.budget_s if spec.budget_s > 0 else None,
+            deadline=deadline,
         ),
         {"cpu": 1, "gpu": gpu},
     )
-    epochs_fixed = "epochs" in spec.overrides
-    # one more than the epochs: the final report (saved model, final_* scores) comes after the last epoch
-    max_t = (int(spec.overrides["epochs"]) if epochs_fixed else spec.max_epochs) + 1
-    scheduler = ASHAScheduler(time_attr="epoch", max_t=max_t, grace_period=min(spec.grace_epochs, max_t))
     # A fixed hyperparameter (overrides) stays fixed: Ray would let a warm point's value replace it.
     free = set(space) - set(spec.overrides)
-    points = list(spec.warm_start) or [registry_point(spec.model, float(np.mean(spec.issue_rate)))]
-    warm = [{k: v for k, v in c.items() if k in free} for c in points]
-    record = _Record()
-    tuner = tune.Tuner(
-        trainable,
-        param_space=space,
-        tune_config=tune.TuneConfig(
-            metric=METRIC,
-            mode="max",
-            scheduler=scheduler,
-            num_samples=spec.num_samples,
-            search_alg=BasicVariantGenerator(points_to_evaluate=warm or None, random_state=spec.seed),
-            max_concurrent_trials=spec.max_concurrent or None,
-        ),
-        run_config=tune.RunConfig(
-            name=f"sweep-{spec.model}",
-            storage_path=str((out_dir / "ray").resolve()),
-            verbose=0,
-            callbacks=[_Progress(spec.num_samples, f"sweep {spec.model}", progress), record],
-        ),
-    )
-    try:
-        results = tuner.fit()
-        done = [r for r in (results[i] for i in range(len(results))) if r.error is None and r.metrics is not None]
-        rows: list[tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]] = [
-            (
-                dict(r.config or {}),
-                dict(r.metrics or {}),
-                [] if r.metrics_dataframe is None else r.metrics_dataframe.to_dict("records"),
-            )
-            for r in done
-        ]
-    except RuntimeError as exc:
-        if not _killed_for_memory(exc):
-            raise
-        # a trial outgrew the machine's memory (two large trials at once): keep what finished
-        rows = record.finished()
+
+    def point(config: Mapping[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in config.items() if k in free}
+
+    warm = [point(c) for c in spec.warm_start or [registry_point(spec.model, float(np.mean(spec.issue_rate)))]]
+    rows, record, killed = _fit(spec, space, trainable, warm, spec.num_samples, spec.max_concurrent, out_dir, progress)
+    if killed:
+        left = spec.num_samples - len(rows)
+        again = left > 0 and spec.max_concurrent != 1 and (deadline is None or time.time() < deadline)
         print(
-            f"sweep {spec.model}: Ray's out-of-memory killer ended a trial ({exc.__cause__}); the sweep stops "
-            f"with the {len(rows)} of {spec.num_samples} trials that finished",
+            f"sweep {spec.model}: Ray's out-of-memory killer ended a trial ({killed}); {len(rows)} of "
+            f"{spec.num_samples} trials finished" + (f", the {left} left run one at a time" if again else ""),
             file=sys.stderr,
         )
+        if again:
+            # the killed trials' configs first, then the warm points that never started, then new draws
+            seen = [point(c) for c in (*record.started.values(), *record.killed)]
+            retry = [point(c) for c in record.killed] + [w for w in warm if w not in seen]
+            more, _, killed_again = _fit(spec, space, trainable, retry, left, 1, out_dir, progress, serial=True)
+            rows += more
+            killed = killed_again or killed
+        if not rows:
+            raise SweepFailed(out_of_memory_advice(spec.model, killed, again))
+    elif not rows and record.errors:
+        raise SweepFailed(f"every trial of the {spec.model} sweep failed; the first: {record.errors[0]}")
     outcomes = []
     for config, metrics, history in rows:
         folder = out_dir / str(metrics.get("trial_id", ""))
@@ -267,3 +273,66 @@ def _sweep(
         )
     )
     return outcomes
+
+
+def _fit(
+    spec: SweepSpec,
+    space: dict[str, Any],
+    trainable: Any,
+    warm: list[dict[str, Any]],
+    num_samples: int,
+    concurrency: int,
+    out_dir: Path,
+    progress: bool,
+    serial: bool = False,
+) -> tuple[list[Row], _Record, str]:
+    """One Tuner run of `num_samples` trials, `warm` first: the finished trials' rows, the record of what
+    started, failed and was killed, and what Ray said if its out-of-memory killer ended a trial ("" if
+    none did)."""
+    epochs_fixed = "epochs" in spec.overrides
+    # one more than the epochs: the final report (saved model, final_* scores) comes after the last epoch
+    max_t = (int(spec.overrides["epochs"]) if epochs_fixed else spec.max_epochs) + 1
+    scheduler = ASHAScheduler(time_attr="epoch", max_t=max_t, grace_period=min(spec.grace_epochs, max_t))
+    record = _Record()
+    name = f"sweep-{spec.model}" + ("-serial" if serial else "")
+    tuner = tune.Tuner(
+        trainable,
+        param_space=space,
+        tune_config=tune.TuneConfig(
+            metric=METRIC,
+            mode="max",
+            scheduler=scheduler,
+            num_samples=num_samples,
+            search_alg=BasicVariantGenerator(points_to_evaluate=warm or None, random_state=spec.seed),
+            max_concurrent_trials=concurrency or None,
+        ),
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=str((out_dir / "ray").resolve()),
+            verbose=0,
+            callbacks=[_Progress(num_samples, name.replace("-", " ", 1), progress), record],
+        ),
+    )
+    try:
+        results = tuner.fit()
+    except RuntimeError as exc:
+        if not _for_memory(exc):
+            raise
+        # a trial outgrew the machine's memory: keep what finished
+        record.killed = record.unfinished()
+        return record.finished(), record, _first_line(exc.__cause__)
+    every = [results[i] for i in range(len(results))]
+    failed = [r for r in every if r.error is not None]
+    record.errors = [_first_line(r.error) for r in failed if not _for_memory(r.error)]
+    record.killed = [dict(r.config or {}) for r in failed if _for_memory(r.error)]
+    killed = next((_first_line(r.error) for r in failed if _for_memory(r.error)), "")
+    rows = [
+        (
+            dict(r.config or {}),
+            dict(r.metrics or {}),
+            [] if r.metrics_dataframe is None else r.metrics_dataframe.to_dict("records"),
+        )
+        for r in every
+        if r.error is None and r.metrics is not None
+    ]
+    return rows, record, killed

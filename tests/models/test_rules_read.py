@@ -105,3 +105,26 @@ def test_peer_step_median_memory_is_linear_in_the_group() -> None:
     x = np.random.default_rng(5).lognormal(size=(4096, 180))
     peak = _peak_bytes(peer_step_median, x, np.zeros(4096, np.int64))
     assert peak < 16 * x.nbytes  # 73 MB measured; a float64 (n, n, T) table of peers would be 24 GB
+
+
+def test_other_hosts_median_is_the_median_of_the_other_hosts_rows() -> None:
+    """One sort for the bundle, against np.median over every row's other-host rows: the same floats,
+    ties, NaN rows and a host alone (nothing to compare with) included."""
+    from models.rules_read import other_hosts_median
+
+    def by_row(x: np.ndarray, hosts: np.ndarray) -> np.ndarray:
+        out = np.full(len(x), np.nan)
+        for i in np.flatnonzero(np.isfinite(x)):
+            ref = x[np.isfinite(x) & (hosts != hosts[i])]
+            out[i] = np.median(ref) if len(ref) else np.nan
+        return out
+
+    rng = np.random.default_rng(5)
+    for trial in range(500):
+        n = int(rng.integers(0, 25))
+        hosts = rng.integers(0, int(rng.integers(1, 7)), n)
+        x = rng.choice([1.5, 9.0, 0.0, -1.0], n) if trial % 2 else rng.normal(size=n)
+        x[rng.random(n) < 0.2] = np.nan
+        assert np.array_equal(other_hosts_median(x, hosts), by_row(x, hosts), equal_nan=True)
+    assert np.isnan(other_hosts_median(np.array([9.0, 1.5]), np.array([3, 3]))).all()  # one host: no peers
+    assert other_hosts_median(np.array([9.0, 1.5, 9.0]), np.array([0, 1, 2])).tolist() == [5.25, 9.0, 5.25]

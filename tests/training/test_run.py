@@ -267,3 +267,35 @@ def test_other_authors_bundles_train_from_seeds_no_benchmark_reads() -> None:
     assert (src.profile, src.n, src.seed) == ("cleanroom", 100, 1000)  # bench_cleanroom reads seeds 1 and 2
     assert "src-cleanroom" in TRAINING_SETS and "src-outsider" not in specs
     assert not any(k.startswith("src-") for k in dataset_specs(TrainConfig.preset("quick")))
+
+
+def test_a_family_whose_sweep_failed_leaves_the_others_and_none_left_says_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One family's trials all killed for memory: the others' trials are still ranked. Every family
+    failed: the run ends with each family's reason, not a bare "nothing to select"."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    import training.run
+    from training.sweep_errors import SweepFailed
+    from training.tune import TrialOutcome
+
+    def sweep(spec: object, *args: object, **kw: object) -> list[TrialOutcome]:
+        if spec.model == "cnn_base":  # type: ignore[attr-defined]
+            raise SweepFailed("Ray's out-of-memory killer ended every trial of the cnn_base sweep")
+        return [TrialOutcome("cnn_small", {"lr": 0.01}, {"final_exact_match": 0.9}, [], tmp_path)]
+
+    @contextmanager
+    def run(*args: object, **kw: object) -> Iterator[SimpleNamespace]:
+        yield SimpleNamespace(log_metrics=lambda *a, **k: None)
+
+    tracker = SimpleNamespace(run=run)
+    monkeypatch.setattr(training.run, "run_sweep", sweep)
+    settings = Settings(data_dir=tmp_path)
+    cfg = TrainConfig(lab=2, varied=0, families=("cnn_small", "cnn_base"))
+    _, ranked = training.run.sweep_and_rank(cfg, tmp_path, tmp_path, [], tracker, tmp_path, settings, False)  # type: ignore[arg-type]
+    assert [t.model for t in ranked] == ["cnn_small"]
+    with pytest.raises(SweepFailed, match=r"^No sweep trial finished: nothing to select\. Ray's out-of-memory"):
+        cfg = TrainConfig(lab=2, varied=0, families=("cnn_base",))
+        training.run.sweep_and_rank(cfg, tmp_path, tmp_path, [], tracker, tmp_path, settings, False)  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ import functools
 import json
 from pathlib import Path
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 from ray.exceptions import OutOfMemoryError
@@ -15,6 +16,7 @@ import training.tune
 from models.registry import search_space
 from training.datasets import DatasetSpec, build, load_dataset
 from training.fitting import is_faulty, mix_issue_rate
+from training.sweep_errors import SweepFailed
 from training.tune import SweepSpec, ray_space, registry_point, run_sweep
 
 
@@ -81,6 +83,24 @@ def test_a_sweep_budget_ends_its_trials_with_a_saved_model(data: tuple[Path, Pat
     assert out.folder is not None and (out.folder / "config.json").exists()
 
 
+def test_real_ray_killing_every_trial_for_memory_ends_in_advice(
+    data: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ray's own out-of-memory killer, set to fire at 2 % of this machine's memory: Tune 2.60 reports
+    its kills as the trials' errors (a string, "... running low on memory"), the sweep runs them again
+    one at a time, and, killed again, says what to change."""
+    root, train, val = data
+    monkeypatch.setenv("RAY_memory_usage_threshold", "0.02")
+    monkeypatch.setenv("RAY_memory_monitor_refresh_ms", "50")
+    spec = SweepSpec("cnn_small", num_samples=2, overrides={"epochs": 2, "width": 16}, seed=6)
+    with pytest.raises(SweepFailed) as err:
+        run_sweep(spec, train, val, root / "oom", progress=False)
+    assert "the 2 left run one at a time" in capsys.readouterr().err
+    assert "killer ended every trial of the cnn_small sweep, one at a time too (1 worker(s) were killed" in str(
+        err.value
+    )
+
+
 def test_registry_point_is_the_family_recipe() -> None:
     point = registry_point("cnn_deep", issue_rate=0.4)
     assert set(point) == set(search_space("cnn_deep")) - {"seed"} | {"issue_rate"}
@@ -88,59 +108,151 @@ def test_registry_point_is_the_family_recipe() -> None:
     assert point["issue_rate"] == 0.4
 
 
-class _TunerKilledForMemory:
-    """Stands in for ray.tune.Tuner: one trial finishes (its model saved), the next is running when
-    Ray's out-of-memory killer ends it, which Tune 2.60 raises from fit() as a RuntimeError from the
-    OutOfMemoryError (actor_manager's "Caught unexpected exception")."""
+def _finish(callbacks: list, trial: SimpleNamespace, out: Path, score: float) -> None:
+    """What Tune's callbacks see of one trial that trains two epochs and saves its model."""
+    (out / trial.trial_id).mkdir(parents=True)
+    (out / trial.trial_id / "config.json").write_text("{}")
+    for cb in callbacks:
+        cb.on_trial_start(0, [], trial)
+        for epoch in (1, 2):
+            cb.on_trial_result(epoch, [], trial, {"trial_id": trial.trial_id, "epoch": epoch, "val_exact_match": score})
+        cb.on_trial_result(3, [], trial, {"trial_id": trial.trial_id, "epoch": 3, "val_exact_match": score,
+                                          "final_exact_match": score, "fit_seconds": 2.0})  # fmt: skip
+        cb.on_trial_complete(3, [], trial)
+
+
+def _kill(callbacks: list, trial: SimpleNamespace) -> None:
+    """A trial that starts, reports an epoch and is ended by Ray's out-of-memory killer, which Tune 2.60
+    raises from fit() as a RuntimeError from the OutOfMemoryError (actor_manager's "Caught unexpected
+    exception")."""
+    for cb in callbacks:
+        cb.on_trial_start(0, [], trial)
+        cb.on_trial_result(1, [], trial, {"trial_id": trial.trial_id, "epoch": 1, "val_exact_match": 0.25})
+    raise RuntimeError("Caught unexpected exception") from OutOfMemoryError("1 worker(s) were killed")
+
+
+class _Tuner:
+    """Stands in for ray.tune.Tuner; each fit() plays the next of `plays` (callbacks, out dir, tuner),
+    and `calls` keeps what each run of trials was asked for (trials, concurrency, warm points)."""
+
+    plays: ClassVar[list] = []
+    calls: ClassVar[list[dict]] = []
 
     def __init__(self, trainable: object, param_space: dict, tune_config: object, run_config: object) -> None:
         self.callbacks = run_config.callbacks  # type: ignore[attr-defined]
         self.out = Path(trainable.keywords["out_dir"])  # type: ignore[attr-defined]
+        alg = tune_config.search_alg  # type: ignore[attr-defined]
+        self.calls.append({"n": tune_config.num_samples, "concurrency": tune_config.max_concurrent_trials,  # type: ignore[attr-defined]
+                           "warm": alg.points, "name": run_config.name})  # type: ignore[attr-defined]  # fmt: skip
 
-    def fit(self) -> None:
-        done = SimpleNamespace(trial_id="t1", config={"lr": 0.01, "issue_rate": 0.5})
-        running = SimpleNamespace(trial_id="t2", config={"lr": 0.1, "issue_rate": 0.3})
-        (self.out / "t1").mkdir(parents=True)
-        (self.out / "t1" / "config.json").write_text("{}")
-        for cb in self.callbacks:
-            for epoch, score in ((1, 0.5), (2, 0.75)):
-                cb.on_trial_result(epoch, [], done, {"trial_id": "t1", "epoch": epoch, "val_exact_match": score})
-            cb.on_trial_result(3, [], done, {"trial_id": "t1", "epoch": 3, "val_exact_match": 0.75,
-                                             "final_exact_match": 0.75, "fit_seconds": 2.0})  # fmt: skip
-            cb.on_trial_complete(3, [], done)
-            cb.on_trial_result(1, [], running, {"trial_id": "t2", "epoch": 1, "val_exact_match": 0.25})
-        raise RuntimeError("Caught unexpected exception") from OutOfMemoryError("1 worker(s) were killed")
+    def fit(self) -> object:
+        return self.plays.pop(0)(self.callbacks, self.out)
 
 
-def _without_ray(monkeypatch: pytest.MonkeyPatch, tuner: type) -> None:
-    monkeypatch.setattr(training.tune.tune, "Tuner", tuner)
+def _without_ray(monkeypatch: pytest.MonkeyPatch, *plays: object) -> list[dict]:
+    monkeypatch.setattr(_Tuner, "plays", list(plays))
+    monkeypatch.setattr(_Tuner, "calls", [])
+    monkeypatch.setattr(training.tune.tune, "Tuner", _Tuner)
     monkeypatch.setattr(training.tune.tune, "with_parameters", functools.partial)
     monkeypatch.setattr(training.tune.tune, "with_resources", lambda trainable, resources: trainable)
     monkeypatch.setattr(training.tune.ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(
+        training.tune,
+        "BasicVariantGenerator",
+        lambda points_to_evaluate, random_state: SimpleNamespace(points=points_to_evaluate),
+    )
+    return _Tuner.calls
 
 
-def test_a_trial_killed_for_memory_keeps_the_finished_ones(
+T1 = SimpleNamespace(trial_id="t1", config={"lr": 0.01, "issue_rate": 0.5, "epochs": 2})
+T2 = SimpleNamespace(trial_id="t2", config={"lr": 0.1, "issue_rate": 0.3, "epochs": 2})
+
+
+def _one_done_one_killed(callbacks: list, out: Path) -> None:
+    _finish(callbacks, T1, out, 0.75)
+    _kill(callbacks, T2)
+
+
+def test_a_trial_killed_for_memory_keeps_the_finished_ones_and_runs_the_rest_one_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A standard-preset trial reached 7.2 GB; with two at once and the driver's datasets, Ray killed
-    one and the whole `vsandx train` died with the finished trials. The sweep keeps those instead."""
-    _without_ray(monkeypatch, _TunerKilledForMemory)
+    one and the whole `vsandx train` died. Now the finished trial is kept and the three left run one at
+    a time, the killed trial's config first."""
+
+    def serial(callbacks: list, out: Path) -> list:
+        for n, score in enumerate((0.8, 0.5, 0.6)):
+            _finish(callbacks, SimpleNamespace(trial_id=f"s{n}", config={"lr": 0.1 + n, "issue_rate": 0.3}), out, score)
+        raise RuntimeError("Caught unexpected exception") from OutOfMemoryError("after the last one")
+
+    calls = _without_ray(monkeypatch, _one_done_one_killed, serial)
     spec = SweepSpec("cnn_small", num_samples=4, overrides={"epochs": 2})
     out = run_sweep(spec, tmp_path / "train", tmp_path / "val", tmp_path / "sweeps", progress=False)
-    assert len(out) == 1
-    assert out[0].config == {"lr": 0.01, "issue_rate": 0.5}
-    assert out[0].metrics == {"val_exact_match": 0.75, "final_exact_match": 0.75, "fit_seconds": 2.0}
-    assert [h["epoch"] for h in out[0].history] == [1, 2, 3]
-    assert out[0].folder == tmp_path / "sweeps" / "t1"
-    assert "out-of-memory killer" in capsys.readouterr().err
-    assert json.loads((tmp_path / "sweeps" / "sweep-cnn_small.json").read_text())[0]["config"]["lr"] == 0.01
+    assert [(c["n"], c["concurrency"]) for c in calls] == [(4, None), (3, 1)]
+    assert calls[1]["name"] == "sweep-cnn_small-serial"
+    assert calls[1]["warm"][0] == {"lr": 0.1, "issue_rate": 0.3}  # the killed one's, the fixed epochs left out
+    assert [o.metrics["final_exact_match"] for o in out] == [0.8, 0.75, 0.6, 0.5]
+    first = next(o for o in out if o.config["lr"] == 0.01)
+    assert first.metrics == {"val_exact_match": 0.75, "final_exact_match": 0.75, "fit_seconds": 2.0}
+    assert [h["epoch"] for h in first.history] == [1, 2, 3]
+    assert first.folder == tmp_path / "sweeps" / "t1"
+    assert "the 3 left run one at a time" in capsys.readouterr().err
+    assert len(json.loads((tmp_path / "sweeps" / "sweep-cnn_small.json").read_text())) == 4
+
+
+def test_a_retry_killed_too_keeps_what_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def killed_at_once(callbacks: list, out: Path) -> None:
+        _kill(callbacks, T2)
+
+    _without_ray(monkeypatch, _one_done_one_killed, killed_at_once)
+    out = run_sweep(SweepSpec("cnn_small", num_samples=4), tmp_path, tmp_path, tmp_path / "sweeps", progress=False)
+    assert [o.config["lr"] for o in out] == [0.01]
+
+
+def test_a_sweep_every_trial_of_which_is_killed_for_memory_says_what_to_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It used to end, after up to half an hour, in "no sweep trial finished: nothing to select"."""
+
+    def killed_at_once(callbacks: list, out: Path) -> None:
+        _kill(callbacks, T2)
+
+    calls = _without_ray(monkeypatch, killed_at_once, killed_at_once)
+    with pytest.raises(SweepFailed) as err:
+        run_sweep(SweepSpec("cnn_small", num_samples=2), tmp_path, tmp_path, tmp_path / "sweeps", progress=False)
+    assert len(calls) == 2
+    text = str(err.value)
+    assert "out-of-memory killer ended every trial of the cnn_small sweep, one at a time too" in text
+    assert "1 worker(s) were killed" in text and "GiB available now" in text
+    assert "one `vsandx train` at a time" in text and "--quick" in text and "--families cnn_small" in text
+
+
+def test_a_sweep_of_one_trial_at_a_time_is_not_run_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def killed_at_once(callbacks: list, out: Path) -> None:
+        _kill(callbacks, T2)
+
+    calls = _without_ray(monkeypatch, killed_at_once)
+    with pytest.raises(SweepFailed, match=r"every trial of the cnn_small sweep \("):
+        spec = SweepSpec("cnn_small", num_samples=2, max_concurrent=1)
+        run_sweep(spec, tmp_path, tmp_path, tmp_path / "sweeps", progress=False)
+    assert len(calls) == 1
+
+
+def test_a_sweep_whose_trials_all_fail_names_the_first_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(callbacks: list, out: Path) -> list:
+        return [SimpleNamespace(error=ValueError("width must be positive\ntraceback..."), metrics=None)] * 2
+
+    _without_ray(monkeypatch, failing)
+    with pytest.raises(
+        SweepFailed, match=r"every trial of the cnn_small sweep failed; the first: width must be positive$"
+    ):
+        run_sweep(SweepSpec("cnn_small", num_samples=2), tmp_path, tmp_path, tmp_path / "sweeps", progress=False)
 
 
 def test_other_sweep_failures_still_raise(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    class Broken(_TunerKilledForMemory):
-        def fit(self) -> None:
-            raise RuntimeError("Caught unexpected exception") from ValueError("a bug")
+    def broken(callbacks: list, out: Path) -> None:
+        raise RuntimeError("Caught unexpected exception") from ValueError("a bug")
 
-    _without_ray(monkeypatch, Broken)
+    _without_ray(monkeypatch, broken)
     with pytest.raises(RuntimeError, match="unexpected"):
         run_sweep(SweepSpec("cnn_small", num_samples=1), tmp_path, tmp_path, tmp_path / "sweeps", progress=False)
