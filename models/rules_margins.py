@@ -213,6 +213,7 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
             np.where(np.isnan(c["disk_oio"]), per_vm, down(c["disk_oio"], th["disk_oio_max"])),
             down(c["latency_ms"], np.where(c["hybrid"] > 0.5, th["low_latency_hybrid_ms"], th["low_latency_ms"])),
             veto_above(c["inflight_spread"], th["threaded_inflight_spread"]),
+            veto_above(c["oio_per_disk"], th["oio_per_disk_max"]),  # devices busy: not under-driven
         )
         low_oio = any_of(
             given(down(c["oio_plateau_spread"] - 1.0, th["oio_plateau_spread"]), *under,

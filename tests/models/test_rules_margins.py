@@ -386,6 +386,24 @@ def test_vms_whose_in_flight_level_wanders_are_not_an_under_driven_benchmark() -
     assert _low_oio_margin(bt, **(base | {"oio_plateau_spread": 1.3}), closed_loop=0.9, inflight_spread=0.4) < 0
 
 
+def test_busy_devices_veto_an_under_driven_finding() -> None:
+    """faults.md's "devices are idle": the cluster's I/Os in flight per capacity device past 4 veto the
+    finding however the VMs hold their threads (the other authors' healthy benchmarks drive 3+ I/Os on
+    each of 1-8 disks a VM, so per VM they read as one or two threads on eight); at or under 4, or
+    unknown (no disk group reported), the margin stands as it was."""
+    bt, _ = _bundle("cluster.low_oio", "two_threads", 0)
+    base = {"oio_per_vm": 8.0, "latency_ms": 0.4, "hybrid": 0.0, "oio_plateau_spread": 1.01, "closed_loop": 0.9}
+    idle = _low_oio_margin(bt, **base, oio_per_disk=np.nan)
+    assert idle > 0.5
+    assert _low_oio_margin(bt, **base, oio_per_disk=1.0) == pytest.approx(idle)
+    assert _low_oio_margin(bt, **base, oio_per_disk=4.0) == pytest.approx(idle)
+    assert _low_oio_margin(bt, **base, oio_per_disk=6.0) < 0
+    assert _low_oio_margin(bt, **base, oio_per_disk=16.0) == pytest.approx(-2.0)
+    # a vscsiStats capture of one thread a disk keeps the finding; busy devices still veto it
+    assert _low_oio_margin(bt, **base, disk_oio=1.0, oio_per_disk=2.0) > 0.5
+    assert _low_oio_margin(bt, **base, disk_oio=1.0, oio_per_disk=8.0) < 0
+
+
 def test_a_hot_spot_that_began_late_serves_more_while_it_is_slow() -> None:
     """A hot spot from past the window's middle on: over the whole window its median I/O rate reads as
     its siblings' (the gate `hot_iops_vs_peers` vetoed it at 0.97), while at the steps of its own
