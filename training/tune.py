@@ -303,7 +303,8 @@ def _fit(
             mode="max",
             scheduler=scheduler,
             num_samples=num_samples,
-            search_alg=BasicVariantGenerator(points_to_evaluate=warm or None, random_state=spec.seed),
+            # a run again draws afresh: the first run's seed would repeat the draws that finished
+            search_alg=BasicVariantGenerator(points_to_evaluate=warm or None, random_state=spec.seed + serial),
             max_concurrent_trials=concurrency or None,
         ),
         run_config=tune.RunConfig(

@@ -143,7 +143,7 @@ class _Tuner:
         self.out = Path(trainable.keywords["out_dir"])  # type: ignore[attr-defined]
         alg = tune_config.search_alg  # type: ignore[attr-defined]
         self.calls.append({"n": tune_config.num_samples, "concurrency": tune_config.max_concurrent_trials,  # type: ignore[attr-defined]
-                           "warm": alg.points, "name": run_config.name})  # type: ignore[attr-defined]  # fmt: skip
+                           "warm": alg.points, "seed": alg.seed, "name": run_config.name})  # type: ignore[attr-defined]  # fmt: skip
 
     def fit(self) -> object:
         return self.plays.pop(0)(self.callbacks, self.out)
@@ -159,7 +159,7 @@ def _without_ray(monkeypatch: pytest.MonkeyPatch, *plays: object) -> list[dict]:
     monkeypatch.setattr(
         training.tune,
         "BasicVariantGenerator",
-        lambda points_to_evaluate, random_state: SimpleNamespace(points=points_to_evaluate),
+        lambda points_to_evaluate, random_state: SimpleNamespace(points=points_to_evaluate, seed=random_state),
     )
     return _Tuner.calls
 
@@ -190,6 +190,7 @@ def test_a_trial_killed_for_memory_keeps_the_finished_ones_and_runs_the_rest_one
     out = run_sweep(spec, tmp_path / "train", tmp_path / "val", tmp_path / "sweeps", progress=False)
     assert [(c["n"], c["concurrency"]) for c in calls] == [(4, None), (3, 1)]
     assert calls[1]["name"] == "sweep-cnn_small-serial"
+    assert calls[1]["seed"] != calls[0]["seed"]  # fresh draws, not the finished ones again
     assert calls[1]["warm"][0] == {"lr": 0.1, "issue_rate": 0.3}  # the killed one's, the fixed epochs left out
     assert [o.metrics["final_exact_match"] for o in out] == [0.8, 0.75, 0.6, 0.5]
     first = next(o for o in out if o.config["lr"] == 0.01)
