@@ -145,13 +145,14 @@ def _frames(kt: KindTensors, uplink: np.ndarray, tput: np.ndarray) -> dict[str, 
 
 
 def _others_max(x: np.ndarray) -> np.ndarray:
-    """Each row's max over the other rows with a value (NaN where none)."""
+    """Each row's max over the other rows with a value (NaN where none): the largest value, and for the
+    row that holds it the second largest (ties included), on one sort rather than a pass per row."""
     out = np.full(len(x), np.nan)
-    for i in range(len(x)):
-        others = np.delete(x, i)
-        others = others[np.isfinite(others)]
-        if len(others):
-            out[i] = others.max()
+    ok = np.flatnonzero(np.isfinite(x))
+    if len(ok):
+        order = ok[np.argsort(x[ok], kind="stable")]
+        out[:] = x[order[-1]]
+        out[order[-1]] = x[order[-2]] if len(order) > 1 else np.nan
     return out
 
 

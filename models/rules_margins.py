@@ -143,11 +143,8 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         )
     half, mtu = (np.where(n[k] > 0.5, CAP, np.nan) for k in ("half_duplex", "mtu_below_peers"))
     # MTU unknown (the host's nicinfo missing): frames no larger than MTU 1500 allows among jumbo peers
-    small = np.where(
-        np.isnan(n["peer_frame_bytes"]),
-        np.nan,
-        all_of(down(n["frame_bytes"], th["mtu_1500_frame_bytes"]), up(n["peer_frame_bytes"], th["jumbo_frame_bytes"])),
-    )
+    jumbo_peers = up(n["peer_frame_bytes"], th["jumbo_frame_bytes"])
+    small = given(jumbo_peers, down(n["frame_bytes"], th["mtu_1500_frame_bytes"]))
     mtu = np.where(np.isnan(n["mtu_below_peers"]), small, mtu)
     link = any_of(up(slow, th["speed_ratio"]), half, mtu, by_rate)
     # the loss rates and the host's retransmits must agree where both are collected; port drops count

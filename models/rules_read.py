@@ -141,11 +141,10 @@ def vsan_ports(kt: KindTensors) -> np.ndarray:
     of it, at least half (two active uplinks split it ~0.5 each). A busy VM-network port whose traffic
     partly follows the vmknic's reads ~0.5 beside the real uplink's 1.0: not a vSAN port."""
     share = np.nan_to_num(static(kt, "traffic_share"))
-    top = np.zeros(len(share))
-    for h in np.unique(kt.host_index):
-        on = kt.host_index == h
-        top[on] = share[on].max()
-    return (share >= 0.5) & (share >= 0.75 * top)
+    _, host = np.unique(kt.host_index, return_inverse=True)
+    top = np.zeros(host.max(initial=-1) + 1)
+    np.maximum.at(top, host, share)  # each host's largest share
+    return (share >= 0.5) & (share >= 0.75 * top[host])
 
 
 def mtu_below_peers(kt: KindTensors, ports: np.ndarray | None = None) -> np.ndarray:
@@ -157,16 +156,19 @@ def mtu_below_peers(kt: KindTensors, ports: np.ndarray | None = None) -> np.ndar
     other hosts' (not the cluster's max or this host's): one host moved to jumbo frames ahead of the
     others flags nothing on theirs, and two active uplinks of one host do not vote for each other.
     `ports`: vsan_ports(kt) where the caller has it already."""
-    mtu, hosts, share = static(kt, "mtu_k"), kt.host_index, np.nan_to_num(static(kt, "traffic_share"))
+    mtu, share = static(kt, "mtu_k"), np.nan_to_num(static(kt, "traffic_share"))
+    _, host = np.unique(kt.host_index, return_inverse=True)
     known = (vsan_ports(kt) if ports is None else ports) & np.isfinite(mtu)
-    ref = other_hosts_median(np.where(known, mtu, np.nan), hosts) - 0.05  # mtu_k is in thousands of bytes
-    out = np.full(len(mtu), np.nan)
-    for i in np.flatnonzero(np.isfinite(ref)):
-        # a port of its host at the peers' MTU carrying a fifth or more of its vSAN traffic is the
-        # vSAN uplink the traffic share misread (a busy VM-network port followed the vmknic closer)
-        twin = (hosts == hosts[i]) & (mtu >= ref[i]) & (share >= 0.2)
-        out[i] = float(mtu[i] < ref[i] and not twin.any())
-    return out
+    ref = other_hosts_median(np.where(known, mtu, np.nan), kt.host_index) - 0.05  # mtu_k: thousands of bytes
+    # A port of its host at the peers' MTU carrying a fifth or more of its vSAN traffic is the vSAN uplink
+    # the traffic share misread (a busy VM-network port followed the vmknic closer). The reference is one
+    # per host (the other hosts' median), so the twin is looked for once per host.
+    host_ref = np.full(host.max(initial=-1) + 1, np.nan)
+    host_ref[host[np.isfinite(ref)]] = ref[np.isfinite(ref)]
+    with np.errstate(invalid="ignore"):
+        twin = np.zeros(len(host_ref), dtype=bool)
+        twin[host[(mtu >= host_ref[host]) & (share >= 0.2)]] = True
+        return np.where(np.isfinite(ref), ((mtu < ref) & ~twin[host]).astype(float), np.nan)
 
 
 def other_hosts_median(x: np.ndarray, hosts: np.ndarray) -> np.ndarray:

@@ -98,9 +98,8 @@ def vscsi_files(
     h = int(rng.choice(hosts))
     n = st.iops_r.shape[0]
     span = slice(max(0, n - max(1, int(rng.uniform(600, 1800) // dt))), n)
-    vms = (
-        np.flatnonzero((wl.client == h) & bench) if (bench & (wl.client == h)).any() else np.flatnonzero(wl.client == h)
-    )
+    mine = wl.client == h
+    vms = np.flatnonzero(mine & bench) if (mine & bench).any() else np.flatnonzero(mine)
     busy = (st.iops_r[span][:, vms] + st.iops_w[span][:, vms]).mean(0)
     lines: list[str] = []
     for v in vms[np.argsort(-busy)][: int(rng.integers(1, 4))]:

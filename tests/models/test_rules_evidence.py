@@ -80,3 +80,18 @@ def test_resync_share_is_the_resyncs_mb_over_the_hosts_disk_group_traffic_while_
     c = KIND_CHANNELS["disk"].index("disk.throughputDevWrite")
     disk.mask[:, c] = False
     assert np.isnan(bundle_evidence(bt)["diskgroup"]["resync_share"]).all()  # cache writes not collected
+
+
+def test_others_max_is_the_max_of_every_other_row() -> None:
+    """One sort, against the max over the other rows' values row by row: ties, NaN rows, one value."""
+    from models.rules_evidence import _others_max
+
+    def by_row(x: np.ndarray) -> np.ndarray:
+        rest = [np.delete(x, i) for i in range(len(x))]
+        return np.array([r[np.isfinite(r)].max() if np.isfinite(r).any() else np.nan for r in rest])
+
+    rng = np.random.default_rng(7)
+    for trial in range(400):
+        x = rng.choice([1.0, 2.0, 5.0, -1.0, np.nan], int(rng.integers(0, 12))) if trial % 2 else rng.normal(size=5)
+        assert np.array_equal(_others_max(x), by_row(x), equal_nan=True), x
+    assert _others_max(np.array([3.0, np.nan])).tolist()[1] == 3.0 and np.isnan(_others_max(np.array([3.0, np.nan]))[0])

@@ -128,3 +128,28 @@ def test_other_hosts_median_is_the_median_of_the_other_hosts_rows() -> None:
         assert np.array_equal(other_hosts_median(x, hosts), by_row(x, hosts), equal_nan=True)
     assert np.isnan(other_hosts_median(np.array([9.0, 1.5]), np.array([3, 3]))).all()  # one host: no peers
     assert other_hosts_median(np.array([9.0, 1.5, 9.0]), np.array([0, 1, 2])).tolist() == [5.25, 9.0, 5.25]
+
+
+def test_mtu_below_peers_row_by_row() -> None:
+    """The vectorised check against its definition per port: below the other hosts' median MTU (less
+    50 bytes), unless a port of its host at that MTU carries a fifth or more of its vSAN traffic."""
+    from models.rules_read import mtu_below_peers, other_hosts_median, static, vsan_ports
+    from pipeline.channels import KIND_STATIC
+    from pipeline.tensors import KindTensors
+
+    js, jm = (KIND_STATIC["nic"].index(c) for c in ("traffic_share", "mtu_k"))
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(0, 20))
+        kt = KindTensors.empty("nic", tuple(f"vmnic{i}" for i in range(n)), 2)
+        kt.host_index[:] = rng.integers(-1, int(rng.integers(1, 6)), n)
+        kt.static[:, js] = rng.choice([0.0, 0.1, 0.2, 0.4, 0.5, 0.6, 1.0], n)
+        kt.static[:, jm] = rng.choice([1.5, 9.0, 9.0, 4.0], n)
+        kt.static_mask[:, js], kt.static_mask[:, jm] = rng.random(n) < 0.9, rng.random(n) < 0.8
+        mtu, share, hosts = static(kt, "mtu_k"), np.nan_to_num(static(kt, "traffic_share")), kt.host_index
+        ref = other_hosts_median(np.where(vsan_ports(kt) & np.isfinite(mtu), mtu, np.nan), hosts) - 0.05
+        want = np.full(n, np.nan)
+        for i in np.flatnonzero(np.isfinite(ref)):
+            twin = (hosts == hosts[i]) & (mtu >= ref[i]) & (share >= 0.2)
+            want[i] = float(mtu[i] < ref[i] and not twin.any())
+        assert np.array_equal(mtu_below_peers(kt), want, equal_nan=True)
