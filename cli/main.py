@@ -34,12 +34,12 @@ def _source(text: str) -> tuple[str, int]:
 MODEL_HELP = "model folder, models:/<name>@<alias> or models:/<name>/<version> (default: the registry's champion)"
 LEVELS = ("critical", "error", "warning", "info", "debug")
 TRAIN_PRESETS = """defaults, by preset (training.run.TrainConfig.preset):
-  preset  --lab  --varied  --val  --test  --samples  --families                    --seed  --sweep-minutes  --source
-  smoke      24        8      8      8          2  cnn_small                         0       0             -
-  quick     200      200    100    200          4  cnn_small                         0       0             -
-  standard  200      800    200    400          2  cnn_small,cnn_base                0      18             -
-  full     5000     2000    600   1000         16  cnn_small,cnn_base,cnn_deep      0       0             -
-(--sweep-minutes 0: no deadline)
+  preset  --lab  --varied  --focus  --val  --test  --samples  --families                --seed  --sweep-minutes --source
+  smoke      24        8        0      8      8          2  cnn_small                     0       0             -
+  quick     200      200       40    100    200          4  cnn_small                     0       0             -
+  standard  200      800      100    200    400          2  cnn_small,cnn_base            0      18             -
+  full     5000     2000      250    600   1000         16  cnn_small,cnn_base,cnn_deep  0       0             -
+(--focus: field bundles drawn only through the hot spot's causes; --sweep-minutes 0: no deadline)
 without --quick, --standard or --smoke the full preset runs (days on a 2-core CPU)."""
 
 
@@ -137,6 +137,12 @@ def build_parser() -> argparse.ArgumentParser:
     size.add_argument("--smoke", action="store_true", help="tiny end-to-end run (CI)")
     tr.add_argument("--lab", type=_count, help="lab training bundles (0 = varied only)")
     tr.add_argument("--varied", type=_count, help="field-profile training bundles (domain randomisation; 0 = lab only)")
+    tr.add_argument(
+        "--focus",
+        type=_count,
+        help="field-profile training bundles drawn only through the hot spot's causes, a fault the field's "
+        "hardware makes rare (it needs all-flash with deduplication)",
+    )
     tr.add_argument(
         "--source",
         action="append",

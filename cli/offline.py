@@ -156,6 +156,7 @@ def train(args: argparse.Namespace) -> int:
         for k, v in {
             "lab": args.lab,
             "varied": args.varied,
+            "focus_n": args.focus,
             "val": args.val,
             "test": args.test,
             "samples": args.samples,

@@ -59,6 +59,14 @@ def veto_above(x: np.ndarray, t: float) -> np.ndarray:
     return np.where(x > t, down(x, t), np.nan)
 
 
+def veto_under(x: np.ndarray, t: float) -> np.ndarray:
+    """A measure as a veto: its margin above t (negative) where it falls short of t, no say (NaN) at or
+    over t. For a measure with a ceiling: a CPU at most 100 % busy stood log2(100 / 85) = 0.23 past its
+    bar, so as a condition of all_of it held every finding's margin under 0.23, and a calibration that
+    moved the threshold a third of a doubling (models.rules.MAX_SHIFT) silenced the rule."""
+    return np.where(x < t, up(x, t), np.nan)
+
+
 def gate(flag: np.ndarray) -> np.ndarray:
     """A yes/no condition as a margin: +CAP, -CAP, NaN when unknown."""
     return np.where(np.isnan(flag), np.nan, np.where(flag > 0.5, CAP, -CAP))
@@ -155,9 +163,9 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         up(n["err_pct"], th["err_pct"]),
         np.where(np.isnan(n["loss_pct"]), up(n["drops_pct"], th["port_drops_pct"]), np.nan),
     )
-    cpu = given(
+    cpu = given(  # how long vSAN's worlds wait to run, on a host whose CPUs are busy
         any_of(up(h["ready_pct"], th["ready_pct"]), up(h["esxtop_ready_pct"], th["ready_pct"])),
-        up(h["cpu_util_pct"], th["cpu_util_pct"]),
+        veto_under(h["cpu_util_pct"], th["cpu_util_pct"]),
     )
     # its I/O rate over its siblings', over the window or while it is slow (a hot spot that began late)
     serves = np.fmax(d["iops_vs_peers"], d["iops_vs_peers_slow"])

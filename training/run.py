@@ -71,14 +71,18 @@ def dataset_specs(cfg: TrainConfig) -> dict[str, DatasetSpec]:
         specs["train"] = DatasetSpec("lab", cfg.lab, seed=cfg.seed * 10 + 1, partial=cfg.partial)
     if cfg.varied > 0:
         specs["varied"] = DatasetSpec("field", cfg.varied, seed=cfg.seed * 10 + 4, partial=cfg.partial)
+    if cfg.focus and cfg.focus_n > 0:
+        specs["focus"] = DatasetSpec(
+            "field", cfg.focus_n, seed=cfg.seed * 10 + 5, partial=cfg.partial, causes=cfg.focus
+        )
     for name, n in cfg.sources.items():
         if n > 0:  # seeds from 1000: the benchmarks read each source's seeds 1 and 2
             specs[f"src-{name}"] = DatasetSpec(name, n, seed=1000 + cfg.seed, partial=cfg.partial)
     return specs
 
 
-# the dataset_specs keys that train: lab, varied, then the other authors' generators
-TRAINING_SETS = ("train", "varied", *(f"src-{name}" for name in BUNDLES))
+# the dataset_specs keys that train: lab, varied, the focus set, then the other authors' generators
+TRAINING_SETS = ("train", "varied", "focus", *(f"src-{name}" for name in BUNDLES))
 
 
 def training_folder(parts: Sequence[tuple[Path, int]], root: Path) -> Path:
@@ -170,7 +174,7 @@ def build_sets(
 
 
 def training_sources(folders: dict[str, Path]) -> list[tuple[Path, int]]:
-    """The training sources among built sets (lab, then varied), each once: training_folder's parts."""
+    """The training sources among built sets (lab, varied, focus, ...), each once: training_folder's parts."""
     return [(folders[k], 1) for k in TRAINING_SETS if k in folders]
 
 

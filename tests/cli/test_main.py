@@ -97,7 +97,7 @@ def test_train_help_states_the_presets_as_they_are() -> None:
     for preset in ("smoke", "quick", "standard", "full"):
         c = TrainConfig.preset(preset)
         row = next(line.split() for line in TRAIN_PRESETS.splitlines() if line.strip().startswith(preset))
-        assert row[1:] == [str(v) for v in (c.lab, c.varied, c.val, c.test, c.samples)] + [
+        assert row[1:] == [str(v) for v in (c.lab, c.varied, c.focus_n, c.val, c.test, c.samples)] + [
             ",".join(c.families),
             str(c.seed),
             f"{c.sweep_minutes:g}",

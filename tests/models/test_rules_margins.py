@@ -386,6 +386,32 @@ def test_vms_whose_in_flight_level_wanders_are_not_an_under_driven_benchmark() -
     assert _low_oio_margin(bt, **(base | {"oio_plateau_spread": 1.3}), closed_loop=0.9, inflight_spread=0.4) < 0
 
 
+def test_cpu_contention_is_as_sure_as_the_ready_time_on_a_busy_host() -> None:
+    """The margin is the ready time's (log2 of ready over 5 %) on a host past 85 % busy, not capped by how
+    far past 85 % a CPU can be (0.23 at 100 %): a fit that moves the threshold by MAX_SHIFT must leave a
+    host at 20 % ready found. A host under 85 % busy is vetoed; one whose utilisation is not collected
+    keeps the ready time's margin."""
+    from models.rules import MAX_SHIFT
+
+    bt, y = _bundle("host.cpu_contention", "runaway_world", 0)
+    ev = bundle_evidence(bt)
+    j = next(i for i, c in enumerate(bt.kinds["host"].ids) if y.get(c) == "host.cpu_contention")
+
+    def margin(ready: float, util: float) -> float:
+        ev["host"]["ready_pct"][j], ev["host"]["esxtop_ready_pct"][j], ev["host"]["cpu_util_pct"][j] = (
+            ready,
+            ready,
+            util,
+        )
+        return float(rule_margins(bt, THRESHOLDS, ev)["host.cpu_contention"][j])
+
+    assert margin(20.0, 100.0) == pytest.approx(2.0) and margin(20.0, 100.0) > MAX_SHIFT
+    assert margin(20.0, 90.0) == pytest.approx(2.0)
+    assert margin(20.0, np.nan) == pytest.approx(2.0)
+    assert margin(20.0, 60.0) == pytest.approx(np.log2(60 / 85))
+    assert margin(2.5, 100.0) == pytest.approx(-1.0)
+
+
 def test_busy_devices_veto_an_under_driven_finding() -> None:
     """faults.md's "devices are idle": the cluster's I/Os in flight per capacity device past 4 veto the
     finding however the VMs hold their threads (the other authors' healthy benchmarks drive 3+ I/Os on

@@ -269,6 +269,22 @@ def test_other_authors_bundles_train_from_seeds_no_benchmark_reads() -> None:
     assert not any(k.startswith("src-") for k in dataset_specs(TrainConfig.preset("quick")))
 
 
+def test_a_focus_set_trains_on_field_bundles_of_its_causes_only() -> None:
+    from data.simulate.generate import simulate_bundle
+    from training.run import TRAINING_SETS, dataset_specs
+
+    specs = dataset_specs(TrainConfig(focus=("disk.hotspot",), focus_n=40))
+    focus = specs["focus"]
+    assert (focus.profile, focus.n, focus.causes) == ("field", 40, ("disk.hotspot",)) and "focus" in TRAINING_SETS
+    assert len({s.seed for s in specs.values()}) == len(specs)  # no bundle of val or test among them
+    assert "focus" not in dataset_specs(TrainConfig())  # focus_n 0: none
+    assert dataset_specs(TrainConfig.preset("quick"))["focus"].n == 40
+    # what the set holds: hot spots on the all-flash deduplicated clusters they need, or nothing
+    drawn = [simulate_bundle("field", focus.seed, i, causes=focus.causes) for i in range(3)]
+    assert all(b.cluster.dedup for b in drawn)
+    assert {f.fault for b in drawn for f in b.plan.faults} == {"disk.hotspot"}
+
+
 def test_a_family_whose_sweep_failed_leaves_the_others_and_none_left_says_why(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
