@@ -85,6 +85,11 @@ class TrainConfig:
 
             if unknown := sorted(set(self.sources) - set(BUNDLES)):
                 raise ValueError(f"unknown bundle source {', '.join(unknown)}: one of {', '.join(BUNDLES)}")
+        if self.focus_n > 0:
+            from data.simulate.causes import resolve  # a misspelt cause fails here, not in a dataset worker
+
+            if not resolve(self.focus):
+                raise ValueError("focus_n > 0 needs at least one fault or cause in focus")
         if not self.sweep_minutes >= 0:  # NaN too
             raise ValueError(f"sweep_minutes must be at least 0 (0: no deadline), got {self.sweep_minutes}")
 

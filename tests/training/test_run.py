@@ -279,6 +279,10 @@ def test_a_focus_set_trains_on_field_bundles_of_its_causes_only() -> None:
     assert len({s.seed for s in specs.values()}) == len(specs)  # no bundle of val or test among them
     assert "focus" not in dataset_specs(TrainConfig())  # focus_n 0: none
     assert dataset_specs(TrainConfig.preset("quick"))["focus"].n == 40
+    with pytest.raises(ValueError, match=r"unknown cause 'disk\.hotsopt'"):
+        TrainConfig(focus=("disk.hotsopt",), focus_n=40)
+    with pytest.raises(ValueError, match="needs at least one"):
+        TrainConfig(focus=(), focus_n=40)
     # what the set holds: hot spots on the all-flash deduplicated clusters they need, or nothing
     drawn = [simulate_bundle("field", focus.seed, i, causes=focus.causes) for i in range(3)]
     assert all(b.cluster.dedup for b in drawn)
