@@ -71,7 +71,7 @@ def dataset_specs(cfg: TrainConfig) -> dict[str, DatasetSpec]:
         specs["train"] = DatasetSpec("lab", cfg.lab, seed=cfg.seed * 10 + 1, partial=cfg.partial)
     if cfg.varied > 0:
         specs["varied"] = DatasetSpec("field", cfg.varied, seed=cfg.seed * 10 + 4, partial=cfg.partial)
-    if cfg.focus and cfg.focus_n > 0:
+    if cfg.focus_n > 0:  # TrainConfig refuses focus_n without a cause to draw through
         specs["focus"] = DatasetSpec(
             "field", cfg.focus_n, seed=cfg.seed * 10 + 5, partial=cfg.partial, causes=cfg.focus
         )

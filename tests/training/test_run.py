@@ -271,9 +271,12 @@ def test_other_authors_bundles_train_from_seeds_no_benchmark_reads() -> None:
 
 def test_a_focus_set_trains_on_field_bundles_of_its_causes_only() -> None:
     from data.simulate.generate import simulate_bundle
-    from training.run import TRAINING_SETS, dataset_specs
+    from training.run import TRAINING_SETS, dataset_specs, training_sources
 
     specs = dataset_specs(TrainConfig(focus=("disk.hotspot",), focus_n=40))
+    built = {k: Path(f"/sets/{k}") for k in specs}
+    assert (Path("/sets/focus"), 1) in training_sources(built)  # it trains, beside lab and varied
+    assert (Path("/sets/val"), 1) not in training_sources(built)
     focus = specs["focus"]
     assert (focus.profile, focus.n, focus.causes) == ("field", 40, ("disk.hotspot",)) and "focus" in TRAINING_SETS
     assert len({s.seed for s in specs.values()}) == len(specs)  # no bundle of val or test among them
