@@ -12,7 +12,8 @@ healthy bundles called healthy and the faults whose recall falls below 1 per wei
 disk=1.5` weighs the members voting on disks only at 1.5 there instead of their served weight (the mlp's
 weight on disks; give --weights the served prior weight to vary that alone). `--seed 2` scores the
 validation set instead; `--cleanroom 2` the clean-room generator's 200 bundles of seed 2 (bench_cleanroom,
-written and read once under --sets); `--wrong` lists the components each weighting gets wrong.
+written and read once under --sets; `--source outsider` the outsider's instead); `--wrong` lists the
+components each weighting gets wrong.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from bench_calibration import champion, run_set  # noqa: E402
 from bench_cleanroom import as_labelled, cleanroom_set  # noqa: E402
 from bench_generalise import combination  # noqa: E402
 
+from data.sources import WRITERS as SOURCES  # noqa: E402
 from models.cnn import CNNDiagnoser  # noqa: E402
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
 from models.features import hold_features  # noqa: E402
@@ -61,6 +63,7 @@ def main() -> int:
         metavar="SEED",
         help="score the clean-room generator's bundles of SEED instead of the run's own set",
     )
+    ap.add_argument("--source", default="cleanroom", choices=sorted(SOURCES), help="--cleanroom's generator")
     ap.add_argument("--sets", default=str(REPO / "var" / "bench-cleanroom"), help="where --cleanroom's bundles go")
     ap.add_argument("--wrong", action="store_true", help="also list each wrong component: [bundle, id, truth, said]")
     args = ap.parse_args()
@@ -80,7 +83,7 @@ def main() -> int:
     if args.cleanroom is None:
         folder = run_set(root, args.seed)
     else:
-        folder, _ = cleanroom_set(Path(args.sets), 200, args.cleanroom)
+        folder, _ = cleanroom_set(Path(args.sets), 200, args.cleanroom, args.source)
     X, y = load_dataset(folder)
     cnn_w, rest = [1.0 / k] * k, list(ens.weights[k + 1 :])
     with hold_features(len(X)):  # each bundle's features and margins once for every weight

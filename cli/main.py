@@ -35,7 +35,7 @@ MODEL_HELP = "model folder, models:/<name>@<alias> or models:/<name>/<version> (
 LEVELS = ("critical", "error", "warning", "info", "debug")
 TRAIN_PRESETS = """defaults, by preset (training.run.TrainConfig.preset):
   preset  --lab  --varied  --focus  --val  --test  --samples  --families                --seed  --sweep-minutes --source
-  smoke      24        8        0      8      8          2  cnn_small                     0       0             -
+  smoke      24        8        4      8      8          2  cnn_small                     0       0             -
   quick     200      200       40    100    200          4  cnn_small                     0       0             -
   standard  200      800      100    200    400          2  cnn_small,cnn_base            0      18             -
   full     5000     2000      250    600   1000         16  cnn_small,cnn_base,cnn_deep  0       0             -

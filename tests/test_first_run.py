@@ -52,6 +52,12 @@ def newcomer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "promoted to champion" in done.stdout
     assert (cwd / "var" / "mlflow.db").is_file()  # the relative default, under the working folder
+    # every training set the quick preset builds was built here too, the focus set of hot spots among
+    # them, and the sweep's one training folder holds it (linked under the relative default)
+    (mix,) = [json.loads(p.read_text()) for p in (cwd / "var" / "datasets").glob("mix-*/dataset.json")]
+    focus = [part for part in mix["parts"] if part.get("causes")]
+    assert [(p["profile"], p["n"], p["causes"]) for p in focus] == [("field", 4, ["disk.hotspot"])], mix["parts"]
+    assert len(list((cwd / "var" / "datasets").glob("mix-*/*.npz"))) == sum(p["n"] for p in mix["parts"])
     sim = _run(cwd, "simulate", "--profile", "field", "-n", "2", "--out", "sim", "--seed", "1", "--quiet")
     assert sim.returncode == 0, sim.stderr[-3000:]
     return cwd

@@ -141,6 +141,7 @@ class TrainConfig:
             return cls(
                 lab=24,
                 varied=8,
+                focus_n=4,  # the quick preset's every training set, so CI's newcomer run builds one too
                 val=8,
                 test=8,
                 families=("cnn_small",),
