@@ -188,8 +188,8 @@ def test_training_set_is_lab_plus_varied_never_the_field_sets(trained: tuple[Set
     cfg = TrainConfig.preset("smoke")
     (mix,) = (settings.data_dir / "datasets").glob("mix-*")
     parts = json.loads((mix / "dataset.json").read_text())["parts"]
-    assert [(p["profile"], p["n"]) for p in parts] == [("lab", cfg.lab), ("field", cfg.varied)]
-    assert len(list(mix.glob("*.npz"))) == cfg.lab + cfg.varied
+    assert [(p["profile"], p["n"]) for p in parts] == [("lab", cfg.lab), ("field", cfg.varied), ("field", cfg.focus_n)]
+    assert len(list(mix.glob("*.npz"))) == cfg.lab + cfg.varied + cfg.focus_n
     assert f"({cfg.lab} lab + {cfg.varied} varied field-profile" in done.report.read_text()
 
 
@@ -237,16 +237,16 @@ def test_served_ensemble_weighs_the_priors_per_kind() -> None:
     ens = served_ensemble(members, cfg, X, y, (X, y))
     assert isinstance(ens, EnsembleDiagnoser)
     assert list(ens.weights) == [0.5, 0.5, 0.5] and ens.kind_weights == {"cluster": [0.5, 0.5, 2.0]}
-    # the default make run trains with: the rules weigh as the CNNs on clusters and NICs, twice on disk
-    # groups, half elsewhere, and the mlp votes on disks only, as much as the CNNs
+    # the default make run trains with: the rules weigh 1.5 times the CNNs on clusters, as the CNNs on
+    # hosts and NICs, twice on disk groups, half elsewhere, and the mlp votes on disks only, as the CNNs
     default = served_ensemble(members, TrainConfig(lab=2, varied=0, calibration="none"), X, y, (X, y))
     assert isinstance(default, EnsembleDiagnoser) and [m.name for m in default.models_] == [
         "rules", "rules", "rules", "mlp"
     ]  # fmt: skip
     assert list(default.weights) == [0.5, 0.5, 0.5, 0.0]
     assert default.kind_weights == {
-        "cluster": [0.5, 0.5, 1.0, 0.0], "disk": [0.5, 0.5, 0.5, 1.0], "diskgroup": [0.5, 0.5, 2.0, 0.0],
-        "nic": [0.5, 0.5, 1.0, 0.0],
+        "cluster": [0.5, 0.5, 1.5, 0.0], "disk": [0.5, 0.5, 0.5, 1.0], "diskgroup": [0.5, 0.5, 2.0, 0.0],
+        "host": [0.5, 0.5, 1.0, 0.0], "nic": [0.5, 0.5, 1.0, 0.0],
     }  # fmt: skip
     # the two CNN stand-ins are one model: their 0.5 + 0.5 is one whole vote of it
     cnn, rules, mlp = (m.predict_proba(X) for m in default.models_[1:])
