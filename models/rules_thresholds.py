@@ -140,6 +140,9 @@ THRESHOLDS: Final[dict[str, float]] = {
     # clusters the rule fired on. Past 0.25 the VMs are paced or bursting guests whatever their summed
     # oio does: a veto (0.2 kept every training-side finding too; 0.25 leaves a held-out cause room).
     "threaded_inflight_spread": 0.25,
+    # I/Os in flight a VM (the cluster's oio on its plateau over its VMs): one thread on one disk holds 1,
+    # so the band starts at half of that. Where vscsiStats counts the threads a disk, VMs under it veto that
+    # count: a guest paced at a low rate reads one outstanding I/O a disk too, but holds under half of one.
     "oio_per_vm_min": 0.5,
     "oio_per_vm_max": 16.0,
     # vscsiStats' outstanding I/Os per virtual disk as its issued I/Os typically find them, the one issued
