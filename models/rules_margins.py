@@ -212,14 +212,13 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
     wb_own = wb - 2.0 * _pos(grp)
     with np.errstate(invalid="ignore"):
         # threads per disk: vscsiStats counts them where captured (1 or 2: faults.md's fault; 3 and more a
-        # benchmark driven as it should be); elsewhere the VMs' I/Os in flight on the plateau stand in.
-        # vscsiStats' "1" is also every I/O of a guest paced at a low rate (none finds another in flight):
-        # a thread holds its I/O in flight all the time (Little's law), so VMs holding under
-        # oio_per_vm_min each are paced, not threads, whatever the capture counts
+        # benchmark driven as it should be); elsewhere the VMs' I/Os in flight on the plateau stand in
         per_vm = all_of(up(c["oio_per_vm"], th["oio_per_vm_min"]), down(c["oio_per_vm"], th["oio_per_vm_max"]))
-        by_capture = all_of(down(c["disk_oio"], th["disk_oio_max"]), veto_under(c["oio_per_vm"], th["oio_per_vm_min"]))
         under = (
-            np.where(np.isnan(c["disk_oio"]), per_vm, by_capture),
+            np.where(np.isnan(c["disk_oio"]), per_vm, down(c["disk_oio"], th["disk_oio_max"])),
+            # a thread holds its I/O in flight all the time (Little's law): VMs holding under half of one
+            # are paced, whatever a capture counts (a guest paced at a low rate reads 1 a disk there too)
+            veto_under(c["oio_per_vm"], th["oio_per_vm_min"]),
             down(c["latency_ms"], np.where(c["hybrid"] > 0.5, th["low_latency_hybrid_ms"], th["low_latency_ms"])),
             veto_above(c["inflight_spread"], th["threaded_inflight_spread"]),
             veto_above(c["oio_per_disk"], th["oio_per_disk_max"]),  # devices busy: not under-driven

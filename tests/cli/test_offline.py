@@ -91,3 +91,26 @@ def test_train_if_missing_trains_over_a_champion_that_cannot_serve(
         main(["train", "--quick", "--if-missing", "-q"])
     out = capsys.readouterr().out
     assert "cannot serve" in out and "RULES_ONLY_STATIC" in out
+
+
+def test_train_focus_sets_the_focus_sets_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> None:
+    """`vsandx train --focus N` trains on N focus bundles over the preset's (the quick preset's 40); 0 none."""
+    from training.config import TrainConfig
+    from vsandx.settings import get_settings
+
+    got: list[TrainConfig] = []
+
+    def fake_training(cfg: TrainConfig, *args: object, **kwargs: object) -> None:
+        got.append(cfg)
+        raise _Trains
+
+    monkeypatch.setenv("VSANDX_DATA_DIR", str(tmp_path))
+    get_settings.cache_clear()  # read this test's data dir, and leave none of it to the next test
+    request.addfinalizer(get_settings.cache_clear)
+    monkeypatch.setattr("training.run.run_training", fake_training)
+    for argv, n in ((["--focus", "7"], 7), (["--focus", "0"], 0), ([], 40)):
+        with pytest.raises(_Trains):
+            main(["train", "--quick", *argv, "-q"])
+        assert got[-1].focus_n == n and got[-1].focus == ("disk.hotspot",)
