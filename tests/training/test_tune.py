@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import ClassVar
@@ -96,8 +97,10 @@ def test_real_ray_killing_every_trial_for_memory_ends_in_advice(
     with pytest.raises(SweepFailed) as err:
         run_sweep(spec, train, val, root / "oom", progress=False)
     assert "the 2 left run one at a time" in capsys.readouterr().err
-    assert "killer ended every trial of the cnn_small sweep, one at a time too (1 worker(s) were killed" in str(
-        err.value
+    # Ray's own count of workers killed depends on timing (1 or 2 seen); the advice quotes it as Ray said it.
+    assert re.search(
+        r"killer ended every trial of the cnn_small sweep, one at a time too \(\d+ worker\(s\) were killed",
+        str(err.value),
     )
 
 
