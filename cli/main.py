@@ -39,7 +39,9 @@ TRAIN_PRESETS = """defaults, by preset (training.run.TrainConfig.preset):
   quick     200      200       40    100    200          4  cnn_small                     0       0             -
   standard  200      800      100    200    400          2  cnn_small,cnn_base            0      18             -
   full     5000     2000      250    600   1000         16  cnn_small,cnn_base,cnn_deep  0       0             -
-(--focus: field bundles drawn only through the hot spot's causes; --sweep-minutes 0: no deadline)
+(--focus: field bundles drawn only through the hot spot's causes; --sweep-minutes 0: no deadline;
+--run-minutes: the whole run's budget, the sweeps sharing what the datasets leave of it less the minutes
+kept for the ensemble and scoring: the standard preset's 60, 16 of them kept; the others' 0, none)
 without --quick, --standard or --smoke the full preset runs (days on a 2-core CPU)."""
 
 
@@ -159,6 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--sweep-minutes",
         type=float,
         help="each family's sweep stops its trials' training at this many minutes, keeping their best epoch",
+    )
+    tr.add_argument(
+        "--run-minutes",
+        type=float,
+        help="the whole run's minutes: the sweeps' deadlines shrink to what the datasets leave of them",
     )
     tr.add_argument("--if-missing", action="store_true", help="only train when no champion is registered")
     tr.add_argument("-q", "--quiet", action="store_true", help="no progress bars")

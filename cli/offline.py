@@ -162,6 +162,7 @@ def train(args: argparse.Namespace) -> int:
             "samples": args.samples,
             "seed": args.seed,
             "sweep_minutes": args.sweep_minutes,
+            "run_minutes": args.run_minutes,
         }.items()
         if v is not None
     }

@@ -210,6 +210,10 @@ def load_dataset(folder: Path, limit: int | None = None) -> tuple[list[BundleTen
     return X, y
 
 
+def bundle_count(folder: Path) -> int:
+    return len(list(folder.glob("*.npz")))
+
+
 def describe(folder: Path) -> dict[str, Any]:
     doc: dict[str, Any] = json.loads((folder / "dataset.json").read_text())
     return doc

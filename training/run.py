@@ -15,6 +15,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
 from training.background import background, fit_baselines, refit_curve
 from training.config import TrainConfig
-from training.datasets import DatasetSpec, build, combine, load_dataset
+from training.datasets import DatasetSpec, build, bundle_count, combine, load_dataset
 from training.model_card import model_card
 from training.model_fetch import fetch_model
 from training.model_files import NoModel
@@ -40,6 +41,7 @@ from training.report import ModelScore, Results, score_model, write_report
 from training.report_trust import calibration_results, review_results, unusual_results
 from training.selection import choose_ensemble, trial_name, winner_configs
 from training.sweep_errors import SweepFailed
+from training.sweep_memory import loaded_bytes
 from training.tracking import Tracker
 from training.tune import SweepSpec, TrialOutcome, run_sweep
 from vsandx.settings import Settings
@@ -90,6 +92,24 @@ def training_folder(parts: Sequence[tuple[Path, int]], root: Path) -> Path:
     return parts[0][0] if len(parts) == 1 and parts[0][1] == 1 else combine(parts, root)
 
 
+def sweep_budget(cfg: TrainConfig, fam: str, left: int, started: float | None) -> float:
+    """Seconds for `fam`'s sweep (0: none), the first of `left` families still to sweep: sweep_minutes,
+    or less when the run's budget (run_minutes from `started`, less tail_minutes) leaves less for each
+    (said on stderr). At least a second: every trial still trains one epoch."""
+    fixed = cfg.sweep_minutes * 60
+    if cfg.run_minutes <= 0 or started is None:
+        return fixed
+    share = max((started + (cfg.run_minutes - cfg.tail_minutes) * 60 - time.time()) / left, 1.0)
+    if fixed and share >= fixed:
+        return fixed
+    print(
+        f"sweep {fam}: {share / 60:.1f} min, its share of the run's {cfg.run_minutes:g} minutes after "
+        f"{(time.time() - started) / 60:.1f} spent and {cfg.tail_minutes:g} kept for the ensemble and scoring",
+        file=sys.stderr,
+    )
+    return share
+
+
 def sweep_and_rank(
     cfg: TrainConfig,
     train_dir: Path,
@@ -99,12 +119,16 @@ def sweep_and_rank(
     out: Path,
     settings: Settings,
     progress: bool = True,
+    reserve_bytes: int = 0,
+    started: float | None = None,
 ) -> tuple[list[TrialOutcome], list[TrialOutcome]]:
     """Sweep every family of `cfg` (each trial a nested run of the active one), warm-started from the
-    configs in `warm` of that family. Returns (every trial, the finished ones best first)."""
+    configs in `warm` of that family; `reserve_bytes`: memory the caller's other processes will still
+    take while the sweeps run; `started`: when the run began (time.time()), for cfg.run_minutes.
+    Returns (every trial, the finished ones best first)."""
     trials: list[TrialOutcome] = []
     failed: list[str] = []  # why each family that finished no trial failed
-    for fam in cfg.families:
+    for n_fam, fam in enumerate(cfg.families):
         fam_warm = [w for w in warm if w.get("model") == fam]
         spec = SweepSpec(
             fam,
@@ -114,7 +138,8 @@ def sweep_and_rank(
             overrides=cfg.overrides,
             warm_start=fam_warm,
             seed=cfg.seed,
-            budget_s=cfg.sweep_minutes * 60,
+            budget_s=sweep_budget(cfg, fam, len(cfg.families) - n_fam, started),
+            reserve_bytes=reserve_bytes,
         )
         try:
             outcomes = run_sweep(spec, train_dir, val_dir, out / "trials", settings.ray_address, progress)
@@ -179,14 +204,13 @@ def training_sources(folders: dict[str, Path]) -> list[tuple[Path, int]]:
 
 
 def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) -> Trained:
+    started = time.time()
     root = settings.data_dir.resolve()
     sets = dataset_specs(cfg)
     pipe = PipelineConfig.from_settings()  # resolved once: the datasets are read as the service will read
     folders = build_sets(sets, settings, pipe, progress)
     folders["train"] = training_folder(training_sources(folders), root)
-    X, y = load_dataset(folders["train"])
-    Xv, yv = load_dataset(folders["val"])
-    Xt, yt = load_dataset(folders["test"])
+    train, val, test = folders["train"], folders["val"], folders["test"]
     tracker = Tracker(root, settings.mlflow_tracking_uri, settings.mlflow_experiment)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     out = root / "runs" / stamp
@@ -195,7 +219,7 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
     # every baseline, the learning curve's refit and each scoring pass read the same bundles' features
     # and rule margins: computed once for the run, not once per model (the quick preset: 913 s of CPU,
     # of which these passes took minutes)
-    held = len(X) + len(Xv) + len(Xt)
+    held = sum(bundle_count(f) for f in (train, val, test))
     # the baselines and the learning curve's refits need no sweep result: a worker process fits them
     # while the sweep (then the ensemble) runs, so the sweep's last trial does not run alone on one core
     with (
@@ -203,9 +227,13 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
         background() as side,
         tracker.run(f"train-{stamp}", {"preset": resolved}, config=resolved) as parent,
     ):
-        train, val, test = folders["train"], folders["val"], folders["test"]
         fits = side.submit(fit_baselines, cfg.baselines, train, val, out / "baselines")
-        trials, ranked = sweep_and_rank(cfg, train, val, warm, tracker, out, settings, progress)
+        # the side worker reads the training and validation sets beside the sweep's trials
+        reserve = loaded_bytes(train) + loaded_bytes(val) if isinstance(side, ProcessPoolExecutor) else 0
+        trials, ranked = sweep_and_rank(cfg, train, val, warm, tracker, out, settings, progress, reserve, started)
+        # read only now: held through the sweep, this process's copy sat beside the trials' (4.6 GB of
+        # arrays on the standard preset)
+        (X, y), (Xv, yv), (Xt, yt) = load_dataset(train), load_dataset(val), load_dataset(test)
         top, members = choose_ensemble(ranked, Xv, yv, cfg.top_k)
         winners = winner_configs(top)
         parent.log_dict(winners, "winners.json")  # what a retrain warm-starts from when this is champion

@@ -6,6 +6,8 @@ A trial takes a share of a GPU when CUDA is present and one CPU otherwise. `ray_
 VSANDX_RAY_ADDRESS setting) puts the sweep on an existing Ray cluster. Winners' configs from an
 earlier sweep are evaluated first (warm start); a sweep with none starts from the family's registered
 recipe, so that a small sweep's result does not hang on what its few random draws happen to be.
+The training and validation sets go into Ray's object store once and every trial maps them, and a
+sweep on this machine runs as many trials at once as its memory holds (training/sweep_memory.py).
 A trial that Ray's out-of-memory killer ends stops that run of trials, not the training: the trials
 that finished are kept, and the ones left (the killed trial's config first) run again one at a time. A
 sweep none of whose trials finish raises SweepFailed, saying why and what to change. A sweep with a
@@ -17,8 +19,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import ray
+import ray._private.utils as ray_utils
 import torch
 from ray import tune
 from ray.exceptions import OutOfMemoryError
@@ -35,11 +40,23 @@ from ray.tune.search.basic_variant import BasicVariantGenerator
 from tqdm import tqdm
 
 from models.registry import create_model, search_space
+from pipeline.tensors import BundleTensors
 from training.datasets import load_dataset
 from training.fitting import fit_and_score, mix_issue_rate
 from training.sweep_errors import SweepFailed, out_of_memory_advice
+from training.sweep_memory import (
+    DEFAULT_KILL_SHARE,
+    largest_bundle_bytes,
+    loaded_bytes,
+    release_freed,
+    sweep_concurrency,
+)
 
 METRIC = "val_exact_match"
+GPU_SHARE = 0.25  # of one GPU, a trial's
+
+Labels = dict[str, str]
+Datasets = tuple[list[BundleTensors], list[Labels], list[BundleTensors], list[Labels]]  # X, y, Xv, yv
 
 Row = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]  # (config, last result, every result)
 
@@ -54,7 +71,8 @@ class SweepSpec:
     overrides: Mapping[str, Any] = field(default_factory=dict)  # fixed hyperparameters (e.g. epochs in CI)
     warm_start: Sequence[Mapping[str, Any]] = ()  # configs to evaluate first
     seed: int = 0
-    max_concurrent: int = 0  # 0: as many as resources allow
+    max_concurrent: int = 0  # 0: as many as the CPUs (or GPUs) and the memory allow
+    reserve_bytes: int = 0  # memory the caller's other processes will still take while the sweep runs
     budget_s: float = 0.0  # wall-clock seconds from the sweep's start to its trials' deadline; 0: none
 
 
@@ -90,14 +108,13 @@ def registry_point(model: str, issue_rate: float = 0.5) -> dict[str, Any]:
     return {k: params[k] for k in search_space(model) if k in params and k != "seed"} | {"issue_rate": issue_rate}
 
 
-def _trial(
-    config: dict[str, Any], model: str, train_dir: str, val_dir: str, out_dir: str, deadline: float | None
-) -> None:
+def _trial(config: dict[str, Any], model: str, data: Datasets, out_dir: str, deadline: float | None) -> None:
     torch.set_num_threads(1)  # the trial holds one CPU; more threads only fight the other trials
+    # `data` comes from Ray's object store: its arrays are read-only views of memory every trial shares
+    warnings.filterwarnings("ignore", "The given NumPy array is not writable", UserWarning)
     params = dict(config)
     issue_rate = float(params.pop("issue_rate"))
-    X, y = load_dataset(Path(train_dir))
-    Xv, yv = load_dataset(Path(val_dir))
+    X, y, Xv, yv = data
     X, y = mix_issue_rate(X, y, issue_rate, seed=int(params.get("seed", 0)))
 
     def report(record: Mapping[str, float]) -> None:
@@ -197,32 +214,66 @@ def run_sweep(
     # Ray started here is shut down when the sweep ends: a service worker that ran a retrain, or a test
     # process, would otherwise keep a raylet, a GCS and idle workers (and their signal handlers) for life.
     started = not ray.is_initialized()
+    shared = loaded_bytes(train_dir) + loaded_bytes(val_dir)
     if started:
-        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        # a store that holds the datasets (Ray's default is 30 % of the memory available at its start),
+        # within 60 % of it: Ray refuses to start when the rest would be under 5 %, and a dataset larger
+        # than the store goes to disk-backed pages instead (still one copy)
+        room = int(0.6 * ray_utils.estimate_available_memory())
+        store = max(min(int(1.2 * shared) + 2**29, room), 2**27) if ray_address is None else None
+        ray.init(
+            address=ray_address,
+            object_store_memory=store,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
     try:
-        return _sweep(spec, space, train_dir, val_dir, out_dir, progress)
+        # the trials run on this machine, unless they go to a Ray cluster: size them to its memory
+        concurrency = spec.max_concurrent or (
+            _memory_concurrency(spec, shared, largest_bundle_bytes(train_dir)) if ray_address is None else 0
+        )
+        return _sweep(spec, space, (train_dir, val_dir), concurrency, out_dir, progress)
     finally:
         if started:
             ray.shutdown()
 
 
+def _memory_concurrency(spec: SweepSpec, shared: int, largest: int) -> int:
+    """sweep_concurrency on this machine: its CPU (or GPU share) slots and Ray's own count of used
+    memory (cgroup aware, as its out-of-memory killer counts)."""
+    slots = max(1, int(torch.cuda.device_count() / GPU_SHARE) if torch.cuda.is_available() else (os.cpu_count() or 1))
+    total, used = ray_utils.get_system_memory(), ray_utils.get_used_memory()
+    kill_share = float(os.environ.get("RAY_memory_usage_threshold", DEFAULT_KILL_SHARE))  # noqa: SIM112 (Ray's name)
+    return sweep_concurrency(
+        spec.model, spec.overrides, spec.reserve_bytes, shared, largest, slots, total, used, kill_share
+    )
+
+
 def _sweep(
-    spec: SweepSpec, space: dict[str, Any], train_dir: Path, val_dir: Path, out_dir: Path, progress: bool
+    spec: SweepSpec,
+    space: dict[str, Any],
+    folders: tuple[Path, Path],
+    concurrency: int,
+    out_dir: Path,
+    progress: bool,
 ) -> list[TrialOutcome]:
-    gpu = 0.25 if torch.cuda.is_available() else 0.0
+    gpu = GPU_SHARE if torch.cuda.is_available() else 0.0
     deadline = time.time() + spec.budget_s if spec.budget_s > 0 else None
     trainable = tune.with_resources(
-        # absolute paths: trials run in Ray workers with another working directory
+        # The training and validation sets go into Ray's object store once, here, and every trial maps
+        # the same arrays; no name keeps this process's copy, freed once stored. An absolute path:
+        # trials run in Ray workers with another working directory.
         tune.with_parameters(
             _trial,
             model=spec.model,
-            train_dir=str(train_dir.resolve()),
-            val_dir=str(val_dir.resolve()),
+            data=(*load_dataset(folders[0]), *load_dataset(folders[1])),
             out_dir=str(out_dir.resolve()),
             deadline=deadline,
         ),
         {"cpu": 1, "gpu": gpu},
     )
+    release_freed()
     # A fixed hyperparameter (overrides) stays fixed: Ray would let a warm point's value replace it.
     free = set(space) - set(spec.overrides)
 
@@ -230,10 +281,10 @@ def _sweep(
         return {k: v for k, v in config.items() if k in free}
 
     warm = [point(c) for c in spec.warm_start or [registry_point(spec.model, float(np.mean(spec.issue_rate)))]]
-    rows, record, killed = _fit(spec, space, trainable, warm, spec.num_samples, spec.max_concurrent, out_dir, progress)
+    rows, record, killed = _fit(spec, space, trainable, warm, spec.num_samples, concurrency, out_dir, progress)
     if killed:
         left = spec.num_samples - len(rows)
-        again = left > 0 and spec.max_concurrent != 1 and (deadline is None or time.time() < deadline)
+        again = left > 0 and concurrency != 1 and (deadline is None or time.time() < deadline)
         print(
             f"sweep {spec.model}: Ray's out-of-memory killer ended a trial ({killed}); {len(rows)} of "
             f"{spec.num_samples} trials finished" + (f", the {left} left run one at a time" if again else ""),
@@ -247,7 +298,7 @@ def _sweep(
             rows += more
             killed = killed_again or killed
         if not rows:
-            raise SweepFailed(out_of_memory_advice(spec.model, killed, again))
+            raise SweepFailed(out_of_memory_advice(spec.model, killed, again or concurrency == 1))
     elif not rows and record.errors:
         raise SweepFailed(f"every trial of the {spec.model} sweep failed; the first: {record.errors[0]}")
     outcomes = []

@@ -87,6 +87,8 @@ def test_train_with_no_training_bundles_exits_2_before_any_work(
     assert "lab, varied and every source are 0" in capsys.readouterr().err
     assert main(["train", "--quick", "--sweep-minutes", "-1", "-q"]) == 2
     assert "sweep_minutes must be at least 0" in capsys.readouterr().err
+    assert main(["train", "--quick", "--run-minutes", "nan", "-q"]) == 2
+    assert "run_minutes and tail_minutes must be at least 0" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing simulated, no MLflow store
 
 
@@ -103,6 +105,8 @@ def test_train_help_states_the_presets_as_they_are() -> None:
             f"{c.sweep_minutes:g}",
             ",".join(f"{k}={v}" for k, v in c.sources.items()) or "-",
         ]
+        assert (c.run_minutes, c.tail_minutes) == ((60, 16) if preset == "standard" else (0, 0))
+    assert "the standard preset's 60, 16 of them kept; the others' 0, none" in " ".join(TRAIN_PRESETS.split())
 
 
 def test_diagnose_rejects_a_bad_path_before_any_model_loads(tmp_path: Path) -> None:

@@ -114,3 +114,7 @@ def test_train_focus_sets_the_focus_sets_size(
         with pytest.raises(_Trains):
             main(["train", "--quick", *argv, "-q"])
         assert got[-1].focus_n == n and got[-1].focus == ("disk.hotspot",)
+    for argv, minutes in ((["--standard", "--run-minutes", "45"], 45), (["--standard"], 60), (["--quick"], 0)):
+        with pytest.raises(_Trains):
+            main(["train", *argv, "-q"])
+        assert got[-1].run_minutes == minutes

@@ -322,3 +322,59 @@ def test_a_family_whose_sweep_failed_leaves_the_others_and_none_left_says_why(
     with pytest.raises(SweepFailed, match=r"^No sweep trial finished: nothing to select\. Ray's out-of-memory"):
         cfg = TrainConfig(lab=2, varied=0, families=("cnn_base",))
         training.run.sweep_and_rank(cfg, tmp_path, tmp_path, [], tracker, tmp_path, settings, False)  # type: ignore[arg-type]
+
+
+def test_the_sweep_runs_with_no_dataset_held_here_and_room_kept_for_the_side_worker(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """This process read every dataset before the sweep and held them through it (4.6 GB of arrays on
+    the standard preset, beside the trials' and the side worker's); it now reads them after, and the
+    sweep keeps room for the side worker, which reads the training and validation sets beside it."""
+    import training.run
+    from training.sweep_memory import loaded_bytes
+
+    events: list[tuple[str, object]] = []
+    read = training.run.load_dataset
+    monkeypatch.setattr(
+        training.run, "load_dataset", lambda folder, *a: events.append(("read", folder)) or read(folder, *a)
+    )
+
+    class Stop(Exception):
+        pass
+
+    def sweep(spec: object, train_dir: Path, val_dir: Path, *args: object, **kw: object) -> None:
+        events.append(("sweep", (spec.reserve_bytes, loaded_bytes(train_dir) + loaded_bytes(val_dir))))  # type: ignore[attr-defined]
+        raise Stop
+
+    monkeypatch.setattr(training.run, "run_sweep", sweep)
+    cfg = TrainConfig(lab=4, varied=2, focus_n=0, val=2, test=2, families=("cnn_small",), samples=1, baselines=())
+    with pytest.raises(Stop):
+        run_training(cfg, Settings(data_dir=tmp_path, sim_workers=1), progress=False)
+    assert [e[0] for e in events] == ["sweep"]
+    reserve, datasets = events[0][1]  # type: ignore[misc]
+    assert reserve == datasets > 0
+
+
+def test_the_runs_budget_shrinks_the_sweeps_deadlines_to_what_the_datasets_left(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The standard preset took 66-72 min where its datasets took 12-18 of them: with run_minutes the
+    sweeps share what is left of the hour after the datasets and the tail kept for the ensemble."""
+    import training.run
+    from training.run import sweep_budget
+
+    now = 10_000.0
+    monkeypatch.setattr(training.run.time, "time", lambda: now)
+    cfg = TrainConfig(lab=2, varied=0, sweep_minutes=18, run_minutes=60, tail_minutes=16)
+    assert sweep_budget(cfg, "cnn_small", 2, now - 12 * 60) == 16 * 60  # (60 - 12 - 16) / 2 < 18
+    assert "sweep cnn_small: 16.0 min, its share of the run's 60 minutes after 12.0 spent and 16 kept" in (
+        capsys.readouterr().err
+    )
+    assert sweep_budget(cfg, "cnn_small", 2, now - 2 * 60) == 18 * 60  # the family's own limit first
+    assert sweep_budget(cfg, "cnn_base", 1, now - 50 * 60) == 1.0  # none left: one epoch each
+    assert sweep_budget(cfg, "cnn_base", 1, None) == 18 * 60  # a retrain's, or a run without a start
+    free = TrainConfig(lab=2, varied=0, sweep_minutes=0, run_minutes=60, tail_minutes=16)
+    assert sweep_budget(free, "cnn_small", 2, now) == 22 * 60
+    assert sweep_budget(TrainConfig(lab=2, varied=0, sweep_minutes=5), "cnn_small", 2, now) == 300
+    with pytest.raises(ValueError, match="run_minutes and tail_minutes must be at least 0"):
+        TrainConfig(lab=2, varied=0, tail_minutes=-1)

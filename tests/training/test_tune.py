@@ -96,7 +96,8 @@ def test_real_ray_killing_every_trial_for_memory_ends_in_advice(
     spec = SweepSpec("cnn_small", num_samples=2, overrides={"epochs": 2, "width": 16}, seed=6)
     with pytest.raises(SweepFailed) as err:
         run_sweep(spec, train, val, root / "oom", progress=False)
-    assert "the 2 left run one at a time" in capsys.readouterr().err
+    # the kill line is below what is used already: the sweep sized itself to one trial at a time
+    assert re.search(r"sweep cnn_small: 1 trial\(s\) at a time, not \d+: ", capsys.readouterr().err)
     # Ray's own count of workers killed depends on timing (1 or 2 seen); the advice quotes it as Ray said it.
     assert re.search(
         r"killer ended every trial of the cnn_small sweep, one at a time too \(\d+ worker\(s\) were killed",
@@ -159,12 +160,23 @@ def _without_ray(monkeypatch: pytest.MonkeyPatch, *plays: object) -> list[dict]:
     monkeypatch.setattr(training.tune.tune, "with_parameters", functools.partial)
     monkeypatch.setattr(training.tune.tune, "with_resources", lambda trainable, resources: trainable)
     monkeypatch.setattr(training.tune.ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(training.tune, "load_dataset", lambda folder: ([], []))
+    _memory(monkeypatch, total=64 * GIB, used=GIB)
     monkeypatch.setattr(
         training.tune,
         "BasicVariantGenerator",
         lambda points_to_evaluate, random_state: SimpleNamespace(points=points_to_evaluate, seed=random_state),
     )
     return _Tuner.calls
+
+
+GIB = 2**30
+
+
+def _memory(monkeypatch: pytest.MonkeyPatch, total: int, used: int) -> None:
+    """This machine's memory as Ray's out-of-memory killer would count it."""
+    monkeypatch.setattr(training.tune.ray_utils, "get_system_memory", lambda: total)
+    monkeypatch.setattr(training.tune.ray_utils, "get_used_memory", lambda: used)
 
 
 T1 = SimpleNamespace(trial_id="t1", config={"lr": 0.01, "issue_rate": 0.5, "epochs": 2})
@@ -236,7 +248,7 @@ def test_a_sweep_of_one_trial_at_a_time_is_not_run_again(tmp_path: Path, monkeyp
         _kill(callbacks, T2)
 
     calls = _without_ray(monkeypatch, killed_at_once)
-    with pytest.raises(SweepFailed, match=r"every trial of the cnn_small sweep \("):
+    with pytest.raises(SweepFailed, match=r"every trial of the cnn_small sweep, one at a time too \("):
         spec = SweepSpec("cnn_small", num_samples=2, max_concurrent=1)
         run_sweep(spec, tmp_path, tmp_path, tmp_path / "sweeps", progress=False)
     assert len(calls) == 1
@@ -260,3 +272,71 @@ def test_other_sweep_failures_still_raise(tmp_path: Path, monkeypatch: pytest.Mo
     _without_ray(monkeypatch, broken)
     with pytest.raises(RuntimeError, match="unexpected"):
         run_sweep(SweepSpec("cnn_small", num_samples=1), tmp_path, tmp_path, tmp_path / "sweeps", progress=False)
+
+
+def _slots(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    monkeypatch.setattr(training.tune.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(training.tune.os, "cpu_count", lambda: n)
+
+
+def _done(callbacks: list, out: Path) -> list:
+    _finish(callbacks, T1, out, 0.75)
+    return []
+
+
+def test_a_sweep_runs_as_many_trials_at_once_as_the_memory_left_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The standard preset's two trials at once outgrew 24 GB and Ray killed one six minutes in; the
+    sweep now sizes itself before it starts: 1.2 GiB under Ray's kill line (95 % of 16 GiB) holds two
+    trials of 600 MiB (no datasets here), 1.0 GiB one, with a reserve for the run's side worker too."""
+    calls = _without_ray(monkeypatch, _done, _done, _done, _done)
+    _slots(monkeypatch, 4)
+    line = int(0.95 * 16 * GIB)
+    for used, reserve, expected in ((line - 3 * GIB, 0, None), (line - int(1.2 * GIB), 0, 2),
+                                    (line - GIB, 0, 1), (line - 3 * GIB, int(2.5 * GIB), 1)):  # fmt: skip
+        _memory(monkeypatch, total=16 * GIB, used=used)
+        spec = SweepSpec("cnn_small", num_samples=4, reserve_bytes=reserve)
+        run_sweep(spec, tmp_path, tmp_path, tmp_path / f"sweeps-{len(calls)}", progress=False)
+        assert calls[-1]["concurrency"] == expected
+    err = capsys.readouterr().err
+    assert (
+        "sweep cnn_small: 2 trial(s) at a time, not 4: 2.0 of 16.0 GiB free, Ray's out-of-memory killer acts "
+        "above 95%; the datasets take 0.0 GiB once, a trial ~0.6 GiB beside them, the run's other work 0.0 GiB\n"
+    ) in err
+    assert err.count("1 trial(s) at a time, not 4") == 2
+
+
+def test_a_sweep_on_a_ray_cluster_or_with_a_set_concurrency_is_not_sized_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = _without_ray(monkeypatch, _done, _done)
+    _slots(monkeypatch, 4)
+    _memory(monkeypatch, total=16 * GIB, used=15 * GIB)  # this machine's memory is not the cluster's
+    run_sweep(SweepSpec("cnn_small", num_samples=2), tmp_path, tmp_path, tmp_path / "a", "ray://head:10001", False)
+    run_sweep(SweepSpec("cnn_small", num_samples=2, max_concurrent=3), tmp_path, tmp_path, tmp_path / "b", None, False)
+    assert [c["concurrency"] for c in calls] == [None, 3]
+
+
+def test_trials_get_the_loaded_datasets_not_their_folders(
+    data: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each trial used to read its own copy of the datasets from their folders (3.6 GB loaded on the
+    standard preset); Tune's with_parameters now gets them loaded, once, for Ray's object store, where
+    every trial maps the same arrays (the real sweeps above train on them)."""
+    root, train, val = data
+    trainables: list = []
+    monkeypatch.setattr(training.tune.tune, "Tuner", lambda trainable, **kw: trainables.append(trainable) or _Empty())
+    monkeypatch.setattr(training.tune.tune, "with_parameters", functools.partial)
+    monkeypatch.setattr(training.tune.tune, "with_resources", lambda trainable, resources: trainable)
+    monkeypatch.setattr(training.tune.ray, "is_initialized", lambda: True)
+    (root / "given").mkdir()
+    run_sweep(SweepSpec("cnn_small", num_samples=1), train, val, root / "given", progress=False)
+    X, y, Xv, yv = trainables[0].keywords["data"]
+    assert (len(X), len(Xv)) == (16, 4) and y == load_dataset(train)[1] and yv == load_dataset(val)[1]
+    assert set(trainables[0].keywords) == {"model", "data", "out_dir", "deadline"}
+
+
+class _Empty:
+    def fit(self) -> list:
+        return []
