@@ -231,7 +231,7 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
         # the side worker reads the training and validation sets beside the sweep's trials
         reserve = loaded_bytes(train) + loaded_bytes(val) if isinstance(side, ProcessPoolExecutor) else 0
         trials, ranked = sweep_and_rank(cfg, train, val, warm, tracker, out, settings, progress, reserve, started)
-        # read only now: held through the sweep, this process's copy sat beside the trials' (4.6 GB of
+        # read only now: held through the sweep, this process's copy sat beside the trials' (4.1 GB of
         # arrays on the standard preset)
         (X, y), (Xv, yv), (Xt, yt) = load_dataset(train), load_dataset(val), load_dataset(test)
         top, members = choose_ensemble(ranked, Xv, yv, cfg.top_k)

@@ -327,7 +327,7 @@ def test_a_family_whose_sweep_failed_leaves_the_others_and_none_left_says_why(
 def test_the_sweep_runs_with_no_dataset_held_here_and_room_kept_for_the_side_worker(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """This process read every dataset before the sweep and held them through it (4.6 GB of arrays on
+    """This process read every dataset before the sweep and held them through it (4.1 GB of arrays on
     the standard preset, beside the trials' and the side worker's); it now reads them after, and the
     sweep keeps room for the side worker, which reads the training and validation sets beside it."""
     import training.run
