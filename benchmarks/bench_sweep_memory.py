@@ -9,7 +9,8 @@ unless the memory says otherwise, and samples every 0.5 s: the machine's used me
 out-of-memory killer counts it (cgroup aware), and each Ray worker's resident memory split into its own
 (RssAnon) and the shared object store's pages it maps (RssShmem). Prints one JSON line: the datasets'
 loaded size, used memory before and at its peak, the peak of every trial worker, the trials' configs
-and training.sweep_memory's estimate of a trial of the family's recipe beside the shared datasets.
+and training.sweep_memory's estimates of a trial beside the shared datasets: of the family's recipe,
+and at the largest batch the sweep can draw (what it sizes its concurrency by).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ sys.path.insert(0, str(REPO))
 import ray._private.utils as ray_utils  # noqa: E402
 
 from models.registry import create_model  # noqa: E402
-from training.sweep_memory import largest_bundle_bytes, loaded_bytes, trial_bytes  # noqa: E402
+from training.sweep_memory import largest_bundle_bytes, largest_draw, loaded_bytes, trial_bytes  # noqa: E402
 from training.tune import SweepSpec, run_sweep  # noqa: E402
 
 GIB = 2**30
@@ -80,6 +81,7 @@ def main() -> None:
     done.set()
     shared = loaded_bytes(args.train) + loaded_bytes(args.val)
     recipe = create_model(args.family).get_params() | overrides
+    largest = largest_bundle_bytes(args.train)
     trials = sorted((w for w in workers.values() if w["RssAnon"] > 256 * 2**20), key=lambda w: -w["RssAnon"])
     print(
         json.dumps(
@@ -95,7 +97,9 @@ def main() -> None:
                 "trial_own_peak_gib": [round(w["RssAnon"] / GIB, 2) for w in trials],
                 "trial_shared_peak_gib": [round(w["RssShmem"] / GIB, 2) for w in trials],
                 "configs": [o.config for o in outcomes],
-                "estimate_recipe_trial_gib": round(trial_bytes(largest_bundle_bytes(args.train), recipe) / GIB, 2),
+                "estimate_recipe_trial_gib": round(trial_bytes(largest, recipe) / GIB, 2),
+                # what the sweep sizes its concurrency by: the largest batch it can draw
+                "estimate_sized_trial_gib": round(trial_bytes(largest, largest_draw(args.family, overrides)) / GIB, 2),
             }
         )
     )

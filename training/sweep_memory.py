@@ -43,15 +43,16 @@ DEFAULT_KILL_SHARE = 0.95  # Ray's RAY_memory_usage_threshold: it kills a worker
 def loaded_bytes(folder: Path) -> int:
     """The bytes a built dataset's arrays take once loaded: the uncompressed sizes of its .npz members,
     read from each zip's directory (nothing is decompressed). A folder that holds none: 0."""
-    return sum(_bundle_bytes(folder))
+    return sum(bundle_sizes(folder))
 
 
 def largest_bundle_bytes(folder: Path) -> int:
     """The loaded size of the dataset's largest bundle (0 for none)."""
-    return max(_bundle_bytes(folder), default=0)
+    return max(bundle_sizes(folder), default=0)
 
 
-def _bundle_bytes(folder: Path) -> list[int]:
+def bundle_sizes(folder: Path) -> list[int]:
+    """Each bundle's loaded size, in file order (one read of the folder's zip directories)."""
     sizes = []
     for path in sorted(folder.glob("*.npz")):
         try:

@@ -42,11 +42,11 @@ from tqdm import tqdm
 from models.registry import create_model, search_space
 from pipeline.tensors import BundleTensors
 from training.datasets import load_dataset
-from training.fitting import fit_and_score, mix_issue_rate
+from training.fitting import Labels, fit_and_score, mix_issue_rate
 from training.sweep_errors import SweepFailed, out_of_memory_advice
 from training.sweep_memory import (
     DEFAULT_KILL_SHARE,
-    largest_bundle_bytes,
+    bundle_sizes,
     loaded_bytes,
     release_freed,
     sweep_concurrency,
@@ -55,7 +55,6 @@ from training.sweep_memory import (
 METRIC = "val_exact_match"
 GPU_SHARE = 0.25  # of one GPU, a trial's
 
-Labels = dict[str, str]
 Datasets = tuple[list[BundleTensors], list[Labels], list[BundleTensors], list[Labels]]  # X, y, Xv, yv
 
 Row = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]  # (config, last result, every result)
@@ -214,7 +213,8 @@ def run_sweep(
     # Ray started here is shut down when the sweep ends: a service worker that ran a retrain, or a test
     # process, would otherwise keep a raylet, a GCS and idle workers (and their signal handlers) for life.
     started = not ray.is_initialized()
-    shared = loaded_bytes(train_dir) + loaded_bytes(val_dir)
+    sizes = bundle_sizes(train_dir)  # read once: the total and the largest
+    shared = sum(sizes) + loaded_bytes(val_dir)
     if started:
         # a store that holds the datasets (Ray's default is 30 % of the memory available at its start),
         # within 60 % of it: Ray refuses to start when the rest would be under 5 %, and a dataset larger
@@ -231,7 +231,7 @@ def run_sweep(
     try:
         # the trials run on this machine, unless they go to a Ray cluster: size them to its memory
         concurrency = spec.max_concurrent or (
-            _memory_concurrency(spec, shared, largest_bundle_bytes(train_dir)) if ray_address is None else 0
+            _memory_concurrency(spec, shared, max(sizes, default=0)) if ray_address is None else 0
         )
         return _sweep(spec, space, (train_dir, val_dir), concurrency, out_dir, progress)
     finally:
