@@ -30,7 +30,7 @@ from training.curve import learning_curve
 from training.datasets import can_have_children, load_dataset
 from training.fitting import fit_and_score
 from training.report import CurvePoint
-from training.tune import TrialOutcome
+from training.sweep_results import TrialOutcome
 
 Labels = dict[str, str]
 T = TypeVar("T")

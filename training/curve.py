@@ -15,7 +15,7 @@ from models.metrics import exact_match
 from pipeline.tensors import BundleTensors
 from training.fitting import fit_and_score, mix_issue_rate
 from training.report import CurvePoint
-from training.tune import TrialOutcome
+from training.sweep_results import TrialOutcome
 
 Labels = dict[str, str]
 

@@ -34,6 +34,7 @@ from pipeline.tensors import BundleTensors
 from training.background import background, fit_baselines, refit_curve
 from training.config import TrainConfig
 from training.datasets import DatasetSpec, build, bundle_count, combine, load_dataset
+from training.fitting import Labels
 from training.model_card import model_card
 from training.model_fetch import fetch_model
 from training.model_files import NoModel
@@ -42,11 +43,10 @@ from training.report_trust import calibration_results, review_results, unusual_r
 from training.selection import choose_ensemble, trial_name, winner_configs
 from training.sweep_errors import SweepFailed
 from training.sweep_memory import loaded_bytes
+from training.sweep_results import SweepSpec, TrialOutcome
 from training.tracking import Tracker
-from training.tune import SweepSpec, TrialOutcome, run_sweep
+from training.tune import run_sweep
 from vsandx.settings import Settings
-
-Labels = dict[str, str]
 
 
 @dataclass

@@ -9,7 +9,7 @@ from typing import Any
 from models.base import Diagnoser, load_model
 from pipeline.tensors import BundleTensors
 from training.fitting import select_members
-from training.tune import TrialOutcome
+from training.sweep_results import TrialOutcome
 
 Labels = dict[str, str]
 

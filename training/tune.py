@@ -17,14 +17,12 @@ and is scored on its best epoch so far (`out_of_time`).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
 import time
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +37,7 @@ from ray.tune.schedulers import ASHAScheduler
 from ray.tune.search.basic_variant import BasicVariantGenerator
 from tqdm import tqdm
 
-from models.registry import create_model, search_space
+from models.registry import search_space
 from pipeline.tensors import BundleTensors
 from training.datasets import load_dataset
 from training.fitting import Labels, fit_and_score, mix_issue_rate
@@ -51,37 +49,11 @@ from training.sweep_memory import (
     release_freed,
     sweep_concurrency,
 )
+from training.sweep_results import METRIC, Row, SweepSpec, TrialOutcome, first_line, outcomes, registry_point
 
-METRIC = "val_exact_match"
 GPU_SHARE = 0.25  # of one GPU, a trial's
 
 Datasets = tuple[list[BundleTensors], list[Labels], list[BundleTensors], list[Labels]]  # X, y, Xv, yv
-
-Row = tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]  # (config, last result, every result)
-
-
-@dataclass(frozen=True)
-class SweepSpec:
-    model: str  # a registered CNN family, e.g. "cnn_base"
-    num_samples: int = 8
-    max_epochs: int = 150
-    grace_epochs: int = 10
-    issue_rate: tuple[float, float] = (0.2, 0.8)
-    overrides: Mapping[str, Any] = field(default_factory=dict)  # fixed hyperparameters (e.g. epochs in CI)
-    warm_start: Sequence[Mapping[str, Any]] = ()  # configs to evaluate first
-    seed: int = 0
-    max_concurrent: int = 0  # 0: as many as the CPUs (or GPUs) and the memory allow
-    reserve_bytes: int = 0  # memory the caller's other processes will still take while the sweep runs
-    budget_s: float = 0.0  # wall-clock seconds from the sweep's start to its trials' deadline; 0: none
-
-
-@dataclass
-class TrialOutcome:
-    model: str
-    config: dict[str, Any]
-    metrics: dict[str, float]
-    history: list[dict[str, float]]
-    folder: Path | None  # saved model (None for trials ASHA stopped)
 
 
 def ray_space(space: Mapping[str, tuple[Any, ...]]) -> dict[str, Any]:
@@ -98,13 +70,6 @@ def ray_space(space: Mapping[str, tuple[Any, ...]]) -> dict[str, Any]:
         else:
             out[name] = tune.choice(list(spec[1]))
     return out
-
-
-def registry_point(model: str, issue_rate: float = 0.5) -> dict[str, Any]:
-    """The family's registered recipe (its defaults) as a point of its search space, at `issue_rate`
-    (the sweep's own seed applies)."""
-    params = create_model(model).get_params()
-    return {k: params[k] for k in search_space(model) if k in params and k != "seed"} | {"issue_rate": issue_rate}
 
 
 def _trial(config: dict[str, Any], model: str, data: Datasets, out_dir: str, deadline: float | None) -> None:
@@ -189,13 +154,6 @@ def _for_memory(error: object) -> bool:
     if isinstance(error, RuntimeError) and isinstance(error.__cause__, OutOfMemoryError):
         return True
     return isinstance(error, OutOfMemoryError) or "running low on memory" in str(error)
-
-
-def _first_line(error: object) -> str:
-    """The line of a trial's error that says what happened (Tune's own "Failure # 1 (occurred at …)"
-    header left out)."""
-    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip() and not ln.startswith("Failure #")]
-    return lines[0] if lines else type(error).__name__
 
 
 def run_sweep(
@@ -301,29 +259,7 @@ def _sweep(
             raise SweepFailed(out_of_memory_advice(spec.model, killed, again or concurrency == 1))
     elif not rows and record.errors:
         raise SweepFailed(f"every trial of the {spec.model} sweep failed; the first: {record.errors[0]}")
-    outcomes = []
-    for config, metrics, history in rows:
-        folder = out_dir / str(metrics.get("trial_id", ""))
-        saved = folder if (folder / "config.json").exists() else None
-        final = {
-            k: float(v)
-            for k, v in metrics.items()
-            if (k.startswith(("val_", "final_")) or k in ("fit_seconds", "out_of_time"))
-            and isinstance(v, int | float)
-            and not np.isnan(v)
-        }
-        if "final_exact_match" not in final:  # ASHA stopped it on the epoch that ran out of time: unscored
-            final.pop("out_of_time", None)
-        outcomes.append(TrialOutcome(spec.model, config, final, history, saved))
-    outcomes.sort(key=lambda o: o.metrics.get("final_exact_match", o.metrics.get(METRIC, 0.0)), reverse=True)
-    (out_dir / f"sweep-{spec.model}.json").write_text(
-        json.dumps(
-            [{"config": o.config, "metrics": o.metrics, "folder": str(o.folder)} for o in outcomes],
-            indent=1,
-            default=str,
-        )
-    )
-    return outcomes
+    return outcomes(spec.model, rows, out_dir)
 
 
 def _fit(
@@ -372,12 +308,12 @@ def _fit(
             raise
         # a trial outgrew the machine's memory: keep what finished
         record.killed = record.unfinished()
-        return record.finished(), record, _first_line(exc.__cause__)
+        return record.finished(), record, first_line(exc.__cause__)
     every = [results[i] for i in range(len(results))]
     failed = [r for r in every if r.error is not None]
-    record.errors = [_first_line(r.error) for r in failed if not _for_memory(r.error)]
+    record.errors = [first_line(r.error) for r in failed if not _for_memory(r.error)]
     record.killed = [dict(r.config or {}) for r in failed if _for_memory(r.error)]
-    killed = next((_first_line(r.error) for r in failed if _for_memory(r.error)), "")
+    killed = next((first_line(r.error) for r in failed if _for_memory(r.error)), "")
     rows = [
         (
             dict(r.config or {}),

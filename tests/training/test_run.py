@@ -302,7 +302,7 @@ def test_a_family_whose_sweep_failed_leaves_the_others_and_none_left_says_why(
 
     import training.run
     from training.sweep_errors import SweepFailed
-    from training.tune import TrialOutcome
+    from training.sweep_results import TrialOutcome
 
     def sweep(spec: object, *args: object, **kw: object) -> list[TrialOutcome]:
         if spec.model == "cnn_base":  # type: ignore[attr-defined]

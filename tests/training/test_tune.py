@@ -105,13 +105,6 @@ def test_real_ray_killing_every_trial_for_memory_ends_in_advice(
     )
 
 
-def test_registry_point_is_the_family_recipe() -> None:
-    point = registry_point("cnn_deep", issue_rate=0.4)
-    assert set(point) == set(search_space("cnn_deep")) - {"seed"} | {"issue_rate"}
-    assert point["width"] == 64 and point["depth"] == 5 and point["event_dropout"] == 0.2
-    assert point["issue_rate"] == 0.4
-
-
 def _finish(callbacks: list, trial: SimpleNamespace, out: Path, score: float) -> None:
     """What Tune's callbacks see of one trial that trains two epochs and saves its model."""
     (out / trial.trial_id).mkdir(parents=True)
