@@ -48,6 +48,7 @@ def vm_aggregates(vms: list[PerfEntity], grid: Grid, k: KindFill) -> None:
         return
     stacks: dict[str, list[np.ndarray]] = {}
     oks: dict[str, list[np.ndarray]] = {}
+    busy: list[np.ndarray] = []  # per VM, (T,): NaN unseen, 1.0 where it reads or writes, else 0.0
     for e in vms:
         have = [
             lb
@@ -67,6 +68,10 @@ def vm_aggregates(vms: list[PerfEntity], grid: Grid, k: KindFill) -> None:
         for i, lb in enumerate(have):
             stacks.setdefault(lb, []).append(np.where(ok[i], v[i], np.nan))
             oks.setdefault(lb, []).append(ok[i])
+        ways = [i for i, lb in enumerate(have) if lb in ("iopsRead", "iopsWrite")]
+        if ways:  # a VM that reads and writes is one active VM, not two
+            seen = ok[ways].any(axis=0)
+            busy.append(np.where(seen, (np.nan_to_num(v[ways]) > 0).any(axis=0), np.nan))
 
     def agg(labels: Iterable[str], how: str) -> tuple[np.ndarray, np.ndarray] | None:
         arrs = [a for lb in labels for a in stacks.get(lb, [])]
@@ -79,8 +84,6 @@ def vm_aggregates(vms: list[PerfEntity], grid: Grid, k: KindFill) -> None:
                 out = np.nansum(m, axis=0)
             elif how == "max":
                 out = np.nanmax(np.where(np.isfinite(m), m, -np.inf), axis=0)
-            elif how == "active":
-                out = (np.nan_to_num(m) > 0).sum(axis=0).astype(float)
             else:
                 cnt = np.isfinite(m).sum(axis=0)
                 out = np.where(cnt > 0, np.nansum(m, axis=0) / np.maximum(cnt, 1), 0.0)
@@ -92,12 +95,14 @@ def vm_aggregates(vms: list[PerfEntity], grid: Grid, k: KindFill) -> None:
         ("latencyRead_mean", ("latencyRead",), "mean"),
         ("latencyWrite_mean", ("latencyWrite",), "mean"),
         ("latency_max", ("latencyRead", "latencyWrite"), "max"),
-        ("active", ("iopsRead", "iopsWrite"), "active"),
     )
     for key, labels, how in specs:
         got = agg(labels, how)
         if got is not None:
             k.put(CLUSTER_ID, k.by_key[("vm", key)], got[0], got[1], grid.native)
+    if busy:  # VMs doing any I/O at each step
+        b = np.stack(busy)
+        k.put(CLUSTER_ID, k.by_key[("vm", "active")], np.nansum(b, axis=0), np.isfinite(b).any(axis=0), grid.native)
 
 
 def _event_target(ev: LogEvent, hn: str, topo: Topology) -> list[tuple[str, str]]:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
 # 6: cluster static vm_inflight_spread (how much the in-flight level of the VMs that could be a one- or
 # two-thread benchmark moves; threads hold it still).
 # 7: cluster static vm_disk_oio (vscsiStats: outstanding I/Os per virtual disk when one is issued).
-SCHEMA_VERSION: Final = "vsandx.tensors/7"
+# 8: cluster vm.active counts VMs doing any I/O at a step (a VM that read and wrote counted twice).
+SCHEMA_VERSION: Final = "vsandx.tensors/8"
 
 
 @dataclass

@@ -179,16 +179,16 @@ def test_flat_top_at_a_link_rate_fires_clearly_and_only_there() -> None:
 
 
 def test_one_thread_on_one_disk_is_not_on_the_rules_edge() -> None:
-    """A one-thread benchmark's oio per VM sits near 1-2; with the lower bound at 1 its margin was
-    0.4-0.6 and the held-out one-thread cause went unreported (recall 0.64, bench_generalise fold 0)."""
-    margins = []
+    """A one-thread benchmark's oio per VM sits near its VM disk count; with the lower bound at 1 its margin
+    was 0.4-0.6 and the held-out one-thread cause went unreported (recall 0.64, bench_generalise fold 0).
+    Counted as VMs (a VM that reads and writes once, schema 8), these read 2.6-6.5 a VM."""
+    seen = []
     for i in range(8):
         bt, _ = _bundle("cluster.low_oio", "one_thread", i)
         opv = bundle_evidence(bt)["cluster"]["oio_per_vm"][0]
-        m = rule_margins(bt, THRESHOLDS)["cluster.low_oio"][0]
-        if opv < 2:
-            margins.append(m)
-    assert margins and min(margins) > 0.9, margins
+        seen.append((opv, rule_margins(bt, THRESHOLDS)["cluster.low_oio"][0]))
+    assert min(opv for opv, _ in seen) < 3.0, seen  # the low end is covered
+    assert min(m for _, m in seen) > 0.9, seen
 
 
 def _disk_margin(bt: BundleTensors, fault: str, pick: str | None, disk: dict[str, float]) -> float:

@@ -207,3 +207,30 @@ def test_the_vsan_uplink_is_the_vmnic_that_follows_the_vmknic() -> None:
     assert len(bad) == 1 and share[bad[0]] > 0.9
     hosts = {cid.split("/")[0] for cid in kt.ids}
     assert (share >= 0.5).sum() <= len(hosts)  # one vSAN uplink per host in this design, standbys idle
+
+
+def test_a_vm_that_reads_and_writes_is_one_active_vm() -> None:
+    """vm.active counts VMs doing I/O, as the rules' I/Os in flight a VM reads it: one that reads and
+    writes at a step is one VM (it counted twice), one that only reads is one, an idle one none."""
+    from pipeline.fill import KindFill, vm_aggregates
+    from pipeline.grid import Grid
+    from pipeline.parse.perfdump import PerfEntity
+    from pipeline.tensors import KindTensors
+    from vsandx.components import CLUSTER_ID
+
+    t = np.arange(6, dtype=np.int64) * 300 + 1_700_000_000
+    grid = Grid(start=int(t[0]), step=300, T=6, native=300)
+    on, off = np.full(6, 50.0), np.zeros(6)
+    late = np.where(np.arange(6) >= 3, 50.0, 0.0)  # starts writing at step 3
+    vms = [
+        PerfEntity("virtual-machine:a", "virtual-machine", "a", t, {"iopsRead": on, "iopsWrite": on}),
+        PerfEntity("virtual-machine:b", "virtual-machine", "b", t, {"iopsRead": off, "iopsWrite": late}),
+        PerfEntity("virtual-machine:c", "virtual-machine", "c", t, {"iopsRead": off, "iopsWrite": off}),
+        PerfEntity("virtual-machine:d", "virtual-machine", "d", t, {"latencyRead": on}),  # no iops: unknown
+    ]
+    kt = KindTensors.empty("cluster", (CLUSTER_ID,), 6)
+    fill = KindFill(kt)
+    vm_aggregates(vms, grid, fill)
+    ch = fill.by_key[("vm", "active")]
+    assert kt.mask[0, ch].all()
+    assert np.expm1(kt.values[0, ch]).round(6).tolist() == [1, 1, 1, 2, 2, 2]  # channels are log1p-scaled
