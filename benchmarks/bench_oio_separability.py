@@ -11,9 +11,10 @@ bundles whose whole answer is healthy or an under-driven cluster, this prints on
 - how many of each hold the fault's signature as the rules read it (`models.rules_evidence`: a flat
   plateau of the cluster's oio within 10 %, vSAN latency under 3 ms, 0.5–16 I/Os in flight a VM);
 - what the served model of the newest `vsandx train` run under --data calls them (recall, false calls);
-- a ceiling: classifiers fitted on that source's own evidence (every measure of `rules_evidence`'s
-  cluster, 5-fold cross-validated): what the evidence separates when a model may learn the very source
-  it is scored on, which the served model may not.
+- a ceiling: classifiers fitted on that source's own evidence (MEASURES: the `rules_evidence` cluster
+  measures the under-driven rule and its vetoes read, the resync ones left out; 5-fold cross-validated):
+  what the evidence separates when a model may learn the very source it is scored on, which the served
+  model may not.
 
 Bundles are written and read as bench_cleanroom.py does (the same --sets folder is reused).
 """
@@ -39,6 +40,7 @@ from sklearn.tree import DecisionTreeClassifier  # noqa: E402
 from data.sources import WRITERS as SOURCES  # noqa: E402
 from models.features import hold_features  # noqa: E402
 from models.rules_evidence import bundle_evidence  # noqa: E402
+from models.rules_margins import THRESHOLDS  # noqa: E402
 from pipeline.tensors import BundleTensors  # noqa: E402
 from training.datasets import load_dataset  # noqa: E402
 
@@ -63,14 +65,14 @@ def cluster_cases(X: list[BundleTensors], y: list[dict[str, str]]) -> tuple[list
 
 
 def signature(A: np.ndarray) -> np.ndarray:
-    """faults.md's signature as the rules' thresholds read it (models/rules_thresholds.py)."""
-    m = {k: A[:, j] for j, k in enumerate(MEASURES)}
+    """faults.md's signature at the rules' own thresholds (models/rules_thresholds.py)."""
+    m, th = {k: A[:, j] for j, k in enumerate(MEASURES)}, THRESHOLDS
     with np.errstate(invalid="ignore"):
         return (
-            (m["oio_plateau_spread"] < 1.1)
-            & (m["latency_ms"] < 3.0)
-            & (m["oio_per_vm"] >= 0.5)
-            & (m["oio_per_vm"] <= 16.0)
+            (m["oio_plateau_spread"] - 1.0 < th["oio_plateau_spread"])
+            & (m["latency_ms"] < th["low_latency_ms"])
+            & (m["oio_per_vm"] >= th["oio_per_vm_min"])
+            & (m["oio_per_vm"] <= th["oio_per_vm_max"])
         )
 
 

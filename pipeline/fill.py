@@ -47,7 +47,6 @@ def vm_aggregates(vms: list[PerfEntity], grid: Grid, k: KindFill) -> None:
     if not vms:
         return
     stacks: dict[str, list[np.ndarray]] = {}
-    oks: dict[str, list[np.ndarray]] = {}
     busy: list[np.ndarray] = []  # per VM, (T,): NaN unseen, 1.0 where it reads or writes, else 0.0
     for e in vms:
         have = [
@@ -67,7 +66,6 @@ def vm_aggregates(vms: list[PerfEntity], grid: Grid, k: KindFill) -> None:
         v, ok = resample(e.times, np.stack([e.metrics[lb] for lb in have]), grid, e.interval or grid.native)
         for i, lb in enumerate(have):
             stacks.setdefault(lb, []).append(np.where(ok[i], v[i], np.nan))
-            oks.setdefault(lb, []).append(ok[i])
         ways = [i for i, lb in enumerate(have) if lb in ("iopsRead", "iopsWrite")]
         if ways:  # a VM that reads and writes is one active VM, not two
             seen = ok[ways].any(axis=0)

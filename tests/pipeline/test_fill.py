@@ -18,8 +18,12 @@ from data.simulate.topology import Host
 from models.features import UPLINK_CHECKS, _uplink_checks
 from pipeline.api import load_bundle
 from pipeline.channels import KIND_STATIC
-from pipeline.tensors import BundleTensors
+from pipeline.fill import KindFill, vm_aggregates
+from pipeline.grid import Grid
+from pipeline.parse.perfdump import PerfEntity
+from pipeline.tensors import BundleTensors, KindTensors
 from tests.pipeline.simbundles import fault, first_log_time, host_top, iso, upload
+from vsandx.components import CLUSTER_ID
 
 REAL_LOGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "samples" / "real" / "logs"
 
@@ -212,12 +216,6 @@ def test_the_vsan_uplink_is_the_vmnic_that_follows_the_vmknic() -> None:
 def test_a_vm_that_reads_and_writes_is_one_active_vm() -> None:
     """vm.active counts VMs doing I/O, as the rules' I/Os in flight a VM reads it: one that reads and
     writes at a step is one VM (it counted twice), one that only reads is one, an idle one none."""
-    from pipeline.fill import KindFill, vm_aggregates
-    from pipeline.grid import Grid
-    from pipeline.parse.perfdump import PerfEntity
-    from pipeline.tensors import KindTensors
-    from vsandx.components import CLUSTER_ID
-
     t = np.arange(6, dtype=np.int64) * 300 + 1_700_000_000
     grid = Grid(start=int(t[0]), step=300, T=6, native=300)
     on, off = np.full(6, 50.0), np.zeros(6)
