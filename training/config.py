@@ -72,7 +72,9 @@ class TrainConfig:
     # 0.93, two-thread 0.89 -> 0.86), and the quick champion's members re-weighted read the other authors'
     # bundles 0.905 / 0.935 against 0.860 / 0.925 (under-driven clusters 0.81 / 0.82 against 0.52 / 0.73),
     # its own test set 0.965 either way and its validation set 0.95 against 0.97 (two healthy clusters
-    # holding 1.2-2 I/Os a VM called under-driven). {"host": 1}: the CPU rule is vSAN's own guidance
+    # holding 1.2-2 I/Os a VM called under-driven); again on tensors/8 (fresh networks, 1,000 bundles a
+    # fold): 0.959 / 0.960 at 1.5 against 0.951 / 0.960 at 1, 0.957 / 0.960 at 1.25, 0.958 / 0.957 at 2.
+    # {"host": 1}: the CPU rule is vSAN's own guidance
     # (ready past 5 % on a busy host); leave-one-cause-out reads the same (held-out CPU contention 1.00
     # either way) and the other authors' bundles one bundle more each (their CPU contention 0.90 / 0.97 -> 1.00).
     prior_kind_weight: dict[str, float] = field(

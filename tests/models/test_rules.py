@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import models.rules as rules_module
 from models.base import load_model
 from models.registry import create_model, list_models
-from models.rules import MAX_SHIFT, THRESHOLDS, RulesDiagnoser, _fit_logistic, rule_margins
+from models.rules import MAX_RAISE, MAX_SHIFT, THRESHOLDS, RulesDiagnoser, _fit_logistic, rule_margins
 from vsandx.faults import FAULTS
 
 from .conftest import LabData
@@ -31,6 +32,36 @@ def test_fit_moves_a_threshold_at_most_max_shift_whatever_the_slope() -> None:
         assert abs(b / a) <= MAX_SHIFT + 1e-9
     centred = np.array([-2.0, -1.0, 1.0, 2.0])
     assert _fit_logistic(centred, centred > 0, 3.0)[1] == 0.0
+
+
+def test_an_under_driven_cluster_bar_is_never_raised_by_the_fit() -> None:
+    """The evidence that pulls a midpoint MAX_SHIFT up (training positives far past the bar, negatives
+    near it: leave-one-cause-out fold 1's under-driven clusters) leaves `cluster.low_oio`'s at or under
+    its named threshold; the fit may still lower it and set the slope."""
+    rng = np.random.default_rng(0)
+    m = np.concatenate([rng.uniform(1.5, 3.0, 60), rng.uniform(-1.0, 1.2, 300)])
+    pos = np.arange(len(m)) < 60
+    assert MAX_RAISE["cluster.low_oio"] == 0.0
+    slope, bias = _fit_logistic(m, pos, 3.0, MAX_RAISE["cluster.low_oio"])
+    assert -bias / slope <= 1e-12 and bias == pytest.approx(0.0, abs=1e-12)
+    low = np.concatenate([rng.uniform(-0.3, 3.0, 200), rng.uniform(-3.0, -0.3, 200)])  # positives below the bar
+    slope, bias = _fit_logistic(low, np.arange(len(low)) < 200, 3.0, 0.0)
+    assert -bias / slope < 0  # lowered
+
+
+def test_fit_bounds_each_fault_by_its_max_raise(lab: LabData, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[float, int] = {}
+
+    def spy(m: np.ndarray, pos: np.ndarray, prior: float, max_raise: float = MAX_SHIFT) -> list[float]:
+        seen[max_raise] = seen.get(max_raise, 0) + 1
+        return _fit_logistic(m, pos, prior, max_raise)
+
+    monkeypatch.setattr(rules_module, "_fit_logistic", spy)
+    model = RulesDiagnoser().fit(lab.X, lab.y)
+    a, b = model.calibration_["cluster.low_oio"]
+    assert -b / a <= 1e-12
+    fitted = sum(seen.values())
+    assert seen.get(0.0) == 1 and seen.get(MAX_SHIFT) == fitted - 1
 
 
 def test_registered() -> None:
