@@ -101,7 +101,7 @@ def main() -> int:
                 cluster = [X[i].kinds["cluster"].ids[0] for i in idx]
                 called = np.array([p[c] == "cluster.low_oio" for c, p in zip(cluster, preds, strict=True)])
                 out["served"] = counts(called, under)
-        A = np.nan_to_num(A, nan=-1.0)  # unobserved: a value no measure takes
+        A = np.nan_to_num(A, nan=-10.0)  # unobserved: a value no measure takes (closed_loop reaches -1)
         folds = StratifiedKFold(5, shuffle=True, random_state=0)
         for name, clf in (
             ("tree_depth3", DecisionTreeClassifier(max_depth=3, random_state=0)),
