@@ -172,6 +172,10 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
     hot = given(
         any_of(
             all_of(up(d["read_ms"], th["hot_read_ms"]), up(d["read_vs_peers"], th["hot_read_vs_peers"])),
+            given(  # serving at least its siblings' rate: no idle device's few slow reads
+                all_of(up(d["read_ms"], th["hot_read_ms"]), up(d["read_vs_peers"], th["hot_busy_read_vs_peers"])),
+                up(serves, th["hot_busy_iops_vs_peers"]),
+            ),
             given(
                 up(serves, th["hot_few_iops_vs_peers"]),
                 up(d["read_ms"], th["hot_few_read_ms"]),
@@ -238,7 +242,14 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         "cluster.resync": resync,
         "cluster.low_oio": low_oio,
     }
-    return {f: np.clip(np.nan_to_num(m, nan=-CAP), -CAP, CAP) for f, m in out.items()}
+    out = {f: np.clip(np.nan_to_num(m, nan=-CAP), -CAP, CAP) for f, m in out.items()}
+    # faults.md: under-driven is "the system is healthy but under-driven", so another rule's finding
+    # anywhere in the bundle vetoes it by that finding's margin (the served ensemble weighs its combined
+    # under-driven score the same way, models.alone; this is the rules' own, readable as a margin)
+    other = max((float(m.max()) for f, m in out.items() if f != "cluster.low_oio" and m.size), default=-CAP)
+    if other > 0:
+        out["cluster.low_oio"] = np.minimum(out["cluster.low_oio"], -other)
+    return out
 
 
 @per_bundle

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 # two-thread benchmark moves; threads hold it still).
 # 7: cluster static vm_disk_oio (vscsiStats: outstanding I/Os per virtual disk when one is issued).
 # 8: cluster vm.active counts VMs doing any I/O at a step (a VM that read and wrote counted twice).
-SCHEMA_VERSION: Final = "vsandx.tensors/8"
+# 9: vm_disk_oio is each disk's histogram median as grouped data (interpolated in its bucket's class of
+# whole numbers), not the top of the bucket that holds it.
+SCHEMA_VERSION: Final = "vsandx.tensors/9"
 
 
 @dataclass

@@ -77,6 +77,11 @@ class TrainConfig:
     # {"host": 1}: the CPU rule is vSAN's own guidance
     # (ready past 5 % on a busy host); leave-one-cause-out reads the same (held-out CPU contention 1.00
     # either way) and the other authors' bundles one bundle more each (their CPU contention 0.90 / 0.97 -> 1.00).
+    # The rules stay at prior_weight on disks: once they found the other sources' mild hot spots
+    # (models.rules_thresholds, the busy route; models.rules.MAX_RAISE), {"disk": 1} read
+    # leave-one-cause-out 0.961 / 0.967 against 0.962 / 0.968 (0.958 / 0.965 against 0.959 / 0.965 with
+    # the under-driven veto), and the quick champion re-weighted the outsider's bundles 0.965 against 0.97
+    # (the clean-room's 0.94 both; at 2 0.97 there, the outsider's hot spots 0.86; README).
     prior_kind_weight: dict[str, float] = field(
         default_factory=lambda: {"cluster": 1.5, "host": 1.0, "nic": 1.0, "diskgroup": 2.0}
     )

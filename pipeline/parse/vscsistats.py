@@ -53,26 +53,38 @@ MIN_IOS = 100  # a virtual disk that issued fewer during the capture says nothin
 
 
 def _median(h: Histogram) -> float | None:
-    """The bucket limit that holds the histogram's median I/O, else (no buckets) its `mean` line. Not the
-    mean first: vscsiStats prints it truncated to an integer, so a disk whose I/Os go out beside two
-    others reads 2, and a burst or two lifts an idle guest's far past its typical issue."""
+    """The histogram's median as grouped data, else (no buckets) its `mean` line. vscsiStats counts
+    outstanding I/Os in whole numbers and a bucket limited by L holds those after the previous limit up to
+    L (the first, 1 and below; the repeated last limit, everything past it), so (previous + 0.5, L + 0.5]
+    is its class and the median is interpolated in the class that holds it (the textbook median of
+    grouped data): every I/O at 2 reads 2.0, at 3 or 4 reads 3.5, and a spread capture reads where in
+    its bucket the middle I/O falls, not the bucket's top (half of them at 2 or below and the rest just
+    past it read 2.5, not 4). Not the mean: vscsiStats prints it truncated to an integer, so a disk whose
+    I/Os go out beside two others reads 2, and a burst or two lifts an idle guest's far past its typical
+    issue."""
     total = sum(max(f, 0) for _, f in h.buckets)
     if total <= 0:
         mean = h.stats.get("mean")
         return mean if mean is not None and math.isfinite(mean) and mean >= 0 else None
-    seen = 0
+    seen, prev = 0, None
     for limit, f in h.buckets:
-        seen += max(f, 0)
-        if 2 * seen >= total:
-            return limit if math.isfinite(limit) and limit >= 0 else None
+        if not (math.isfinite(limit) and limit >= 0):
+            return None
+        f = max(f, 0)
+        if f and 2 * (seen + f) >= total:
+            if prev is not None and limit <= prev:  # the overflow bucket: past the last limit, no top
+                return limit
+            lo = max(0.0, limit - 0.5) if prev is None else prev + 0.5
+            return lo + (total / 2 - seen) / f * (limit + 0.5 - lo)
+        seen, prev = seen + f, limit
     return None
 
 
 def disk_oio(files: list[tuple[str, list[Histogram]]]) -> float | None:
     """Outstanding I/Os per virtual disk, the median over every captured disk that issued at least
     MIN_IOS: each disk's typical count of I/Os outstanding when it issued one, itself included, as its
-    histogram's bucket limit (1, 2, 4, 6, ...). A benchmark with one thread per disk reads 1, two threads
-    2, three 4 (faults.md's "threads per disk"); None without a capture. Reads the all-I/O histogram only
+    histogram's median (`_median`). A benchmark with one thread per disk reads 1, two threads 2, three or
+    four 3.5 (faults.md's "threads per disk"); None without a capture. Reads the all-I/O histogram only
     (not its Read or Write halves)."""
     typical = []
     for _, hists in files:

@@ -28,7 +28,8 @@ def _captured(cause: str, n: int = 40) -> list[float | None]:
 def test_an_under_driven_benchmark_reads_its_threads_per_disk(cause: str, threads: float) -> None:
     got = _captured(cause)
     assert 6 <= len(got) <= 24  # a third of lab bundles carry a capture
-    assert all(g == threads for g in got), got
+    # the odd I/O issued as another one completed (8 %) moves the grouped median a little under N
+    assert all(g is not None and threads - 0.1 <= g <= threads for g in got), got
 
 
 def test_captures_pass_the_spec_checker(tmp_path: Path) -> None:

@@ -58,10 +58,12 @@ def test_fit_bounds_each_fault_by_its_max_raise(lab: LabData, monkeypatch: pytes
 
     monkeypatch.setattr(rules_module, "_fit_logistic", spy)
     model = RulesDiagnoser().fit(lab.X, lab.y)
-    a, b = model.calibration_["cluster.low_oio"]
-    assert -b / a <= 1e-12
-    fitted = sum(seen.values())
-    assert seen.get(0.0) == 1 and seen.get(MAX_SHIFT) == fitted - 1
+    for fault in MAX_RAISE:  # under-driven clusters and hot spots: never above their named bars
+        a, b = model.calibration_[fault]
+        assert -b / a <= 1e-12, fault
+    assert set(MAX_RAISE) == {"cluster.low_oio", "disk.hotspot"}
+    fitted, bounded = sum(seen.values()), sum(model.support_[f] > 0 for f in MAX_RAISE)  # (a fault unseen: unfitted)
+    assert bounded >= 1 and seen.get(0.0) == bounded and seen.get(MAX_SHIFT) == fitted - bounded
 
 
 def test_registered() -> None:
