@@ -169,11 +169,12 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
     )
     # its I/O rate over its siblings', over the window or while it is slow (a hot spot that began late)
     serves = np.fmax(d["iops_vs_peers"], d["iops_vs_peers_slow"])
+    slow_read = up(d["read_ms"], th["hot_read_ms"])
     hot = given(
         any_of(
-            all_of(up(d["read_ms"], th["hot_read_ms"]), up(d["read_vs_peers"], th["hot_read_vs_peers"])),
+            all_of(slow_read, up(d["read_vs_peers"], th["hot_read_vs_peers"])),
             given(  # serving at least its siblings' rate: no idle device's few slow reads
-                all_of(up(d["read_ms"], th["hot_read_ms"]), up(d["read_vs_peers"], th["hot_busy_read_vs_peers"])),
+                all_of(slow_read, up(d["read_vs_peers"], th["hot_busy_read_vs_peers"])),
                 up(serves, th["hot_busy_iops_vs_peers"]),
             ),
             given(
