@@ -190,10 +190,13 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
     )
     stands_out = np.fmax(d["dev_vs_peers"], d["write_vs_peers"])  # its device or write latency over its siblings'
     ratio, above = up(stands_out, th["dev_vs_peers"]), up(stands_out, th["dev_abs_vs_peers"])
-    slow_dev = any_of(
-        all_of(ratio, up(any_of(d["dev_ms"], d["write_ms"]), th["dev_floor_ms"])),
-        all_of(up(d["dev_ms"], th["dev_ms"]), above),  # slow in absolute terms and above its siblings
-        all_of(up(d["deteriorated"], th["deteriorated"]), above),  # ESXi's watch, with the numbers
+    slow_dev = given(
+        any_of(
+            all_of(ratio, up(any_of(d["dev_ms"], d["write_ms"]), th["dev_floor_ms"])),
+            all_of(up(d["dev_ms"], th["dev_ms"]), above),  # slow in absolute terms and above its siblings
+            all_of(up(d["deteriorated"], th["deteriorated"]), above),  # ESXi's watch, with the numbers
+        ),
+        veto_above(d["iops_vs_peers"], th["dev_busy_iops_vs_peers"]),  # "while its iops are ordinary"
     )
     resync = up(c["resync_mbs_2nd_host"], th["resync_mbs"])
     # a rebuild loads every device it touches: without SCSI errors, a slow disk during a resync is the resync's

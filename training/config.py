@@ -81,7 +81,9 @@ class TrainConfig:
     # (models.rules_thresholds, the busy route; models.rules.MAX_RAISE), {"disk": 1} read
     # leave-one-cause-out 0.961 / 0.967 against 0.962 / 0.968 (0.958 / 0.965 against 0.959 / 0.965 with
     # the under-driven veto), and the quick champion re-weighted the outsider's bundles 0.965 against 0.97
-    # (the clean-room's 0.94 both; at 2 0.97 there, the outsider's hot spots 0.86; README).
+    # (the clean-room's 0.94 both; at 2 0.97 there, the outsider's hot spots 0.86; README). With the
+    # busy-device veto (models.rules_thresholds, dev_busy_iops_vs_peers), fresh networks: 0.960 / 0.967
+    # at 0.5, 0.960 / 0.966 at 1, 0.957 / 0.963 at 2 (1,000 held-out-cause bundles a fold).
     prior_kind_weight: dict[str, float] = field(
         default_factory=lambda: {"cluster": 1.5, "host": 1.0, "nic": 1.0, "diskgroup": 2.0}
     )
