@@ -380,6 +380,7 @@ def test_a_slow_device_serving_well_past_its_siblings_rate_is_busy_not_failing()
     assert _slow(bt, dev_ms=19.9, dev_vs_peers=5.9, iops_vs_peers=8.0) < 0  # a busy spindle
     assert _slow(bt, dev_ms=158.8, dev_vs_peers=14.7, iops_vs_peers=3.5) < 0
     assert _slow(bt, dev_ms=162.4, dev_vs_peers=838.8, iops_vs_peers=1.7) > 1.0  # failing, a little busier
+    assert _slow(bt, dev_ms=19.9, dev_vs_peers=5.9, iops_vs_peers=2.9) > 0  # the bar is 3x, not 2x
     assert _slow(bt, dev_ms=19.9, dev_vs_peers=5.9, iops_vs_peers=np.nan) > 0  # rate not collected
     assert _slow(bt, dev_ms=26.4, dev_vs_peers=11.3, iops_vs_peers=5.6, scsi_errors=73.0) > 1.0
 
