@@ -441,6 +441,34 @@ def test_vms_whose_in_flight_level_wanders_are_not_an_under_driven_benchmark() -
     assert _low_oio_margin(bt, **(base | {"oio_plateau_spread": 1.3}), closed_loop=0.9, inflight_spread=0.4) < 0
 
 
+def test_a_flat_sum_must_be_held_by_threads_not_by_a_steady_rate() -> None:
+    """On the plateau route, with the VMs' Little's-law score reading noise, a summed oio within the 10 %
+    plateau bar is not enough: threads hold the sum within 4 %, or (light guests moving the sum) each VM's
+    in-flight level within 0.1. A rate's in-flight level follows the latency, and moves."""
+    bt, _ = _bundle("cluster.low_oio", "two_threads", 0)
+    base = {"oio_per_vm": 8.0, "latency_ms": 0.4, "hybrid": 0.0, "closed_loop": 0.0}
+    assert _low_oio_margin(bt, **base, oio_plateau_spread=1.02, inflight_spread=0.2) > 0.5  # the sum holds
+    assert _low_oio_margin(bt, **base, oio_plateau_spread=1.06, inflight_spread=0.05) > 0.5  # each VM holds
+    assert _low_oio_margin(bt, **base, oio_plateau_spread=1.06, inflight_spread=0.2) < 0  # neither does
+    assert _low_oio_margin(bt, **base, oio_plateau_spread=1.06, inflight_spread=np.nan) < 0
+    # the closed-loop route needs no flat sum: the VMs' score already shows threads
+    assert _low_oio_margin(bt, **base | {"closed_loop": 0.9}, oio_plateau_spread=1.06, inflight_spread=0.2) > 0.5
+
+
+@pytest.mark.parametrize(("index", "mix"), [(711, "hcibench,seqwrite,vdi"), (1157, "fileserver")])
+def test_a_paced_benchmark_or_a_guest_mix_on_a_flat_sum_is_not_under_driven(index: int, mix: str) -> None:
+    """Two healthy field bundles (seed 103) the rule called under-driven before the flat sum had to be
+    threads': an HCIBench paced at its io-rate (2 threads a disk, 1.1 I/Os a VM in flight) beside guests,
+    and a file server alone. Their sums read within the 10 % plateau bar, neither within 4 %."""
+    b = simulate_bundle("field", 103, index)
+    bt = load_bundle(tar_bytes(b.files))
+    comps = b.labels["components"]
+    assert isinstance(comps, dict) and set(comps.values()) == {"none"} and b.mix.startswith(mix)
+    loose = {**THRESHOLDS, "held_oio_spread": 100.0, "held_inflight_spread": 100.0}
+    assert rule_margins(bt, loose)["cluster.low_oio"][0] > 0.5
+    assert rule_margins(bt, THRESHOLDS)["cluster.low_oio"][0] < -0.3
+
+
 def test_cpu_contention_is_as_sure_as_the_ready_time_on_a_busy_host() -> None:
     """The margin is the ready time's (log2 of ready over 5 %) on a host past 85 % busy, not capped by how
     far past 85 % a CPU can be (0.23 at 100 %): a fit that moves the threshold by MAX_SHIFT must leave a
