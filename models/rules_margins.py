@@ -231,12 +231,13 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
             veto_above(c["inflight_spread"], th["threaded_inflight_spread"]),
             veto_above(c["oio_per_disk"], th["oio_per_disk_max"]),  # devices busy: not under-driven
         )
+        flat = c["oio_plateau_spread"] - 1.0  # how far the plateau's top rises over its body
         held = any_of(  # threads, not a rate: the sum holds still, or each VM's in-flight level does
-            down(c["oio_plateau_spread"] - 1.0, th["held_oio_spread"]),
+            down(flat, th["held_oio_spread"]),
             down(c["inflight_spread"], th["held_inflight_spread"]),
         )
         low_oio = any_of(
-            given(down(c["oio_plateau_spread"] - 1.0, th["oio_plateau_spread"]), *under,
+            given(down(flat, th["oio_plateau_spread"]), *under,
                   veto_below(c["closed_loop"], th["paced_loop"]), held),
             given(score_up(c["closed_loop"], th["closed_loop"]), *under),
         )  # fmt: skip
