@@ -54,11 +54,11 @@ def _vm(e: PerfEntity, grid: Grid) -> VmLoop | None:
     labels = [lb for pair in ways for lb in pair]
     v, ok = resample(e.times, np.stack([e.metrics[lb] for lb in labels]), grid, e.interval or grid.native)
     seen = ok.all(axis=0)
-    # counters are the upload's: a product (or sum) of two huge ones overflows to inf, filtered below
+    # counters are the upload's: huge ones overflow a product or sum to inf (or inf - inf to NaN)
     with np.errstate(over="ignore", invalid="ignore"):
         iops = v[0::2].sum(axis=0)  # (T,) operations/s
         inflight = (v[0::2] * v[1::2]).sum(axis=0) * 1e-6  # latency in microseconds: iops x seconds = I/Os
-    # finite and positive only
+    # active: finite and positive only, so an overflowed step is no step
     act = seen & (iops > MIN_IOPS) & (inflight > 0) & np.isfinite(inflight) & np.isfinite(iops)
     if act.sum() < MIN_STEPS:
         return None
