@@ -129,6 +129,12 @@ def _event_target(ev: LogEvent, hn: str, topo: Topology) -> list[tuple[str, str]
     return []
 
 
+def _order(ev: LogEvent) -> tuple[float, str, str, str, str, str]:
+    """Time first, then a total order on the rest: two lines of one second and kind, one naming a device
+    and the other none, cannot be compared field by field (None < str raises)."""
+    return ev.t, ev.kind, ev.device or "", ev.vmnic or "", ev.uuid or "", ev.detail or ""
+
+
 def host_events(topo: Topology) -> dict[str, list[LogEvent]]:
     """Per host, its events with vmkwarning copies of vmkernel lines removed, and one link event per
     transition where vmkernel's `Link Down` and vobd's link VOBs both report it (linkvob)."""
@@ -137,7 +143,7 @@ def host_events(topo: Topology) -> dict[str, list[LogEvent]]:
         seen: set[LogEvent] = set()
         for lf in files:
             seen.update(lf.events)
-        out[hn] = collapse_links(sorted(seen))
+        out[hn] = collapse_links(sorted(seen, key=_order))
     return out
 
 

@@ -232,3 +232,34 @@ def test_a_vm_that_reads_and_writes_is_one_active_vm() -> None:
     ch = fill.by_key[("vm", "active")]
     assert kt.mask[0, ch].all()
     assert np.expm1(kt.values[0, ch]).round(6).tolist() == [1, 1, 1, 2, 2, 2]  # channels are log1p-scaled
+
+
+def test_a_device_vob_and_a_vmnic_vob_in_one_second_are_both_kept() -> None:
+    """Two vobd lines stamped the same second, one naming a device and one a vmnic, are events that differ
+    first where one field is None and the other a string: sorting them raised TypeError (not a
+    BundleError), so one such upload failed the whole diagnosis. Both now count for their components."""
+    b = simulate_bundle("field", 41, 0, issue_rate=0.0)
+    files = upload(b.files)
+    host = b.cluster.hosts[0]
+    top = host_top(files, host.name)
+    assert top is not None
+    stamp = iso(first_log_time(files, top, ["vmkernel"]) + 600)
+    dev = host.disk_groups[0].capacity[0].dev
+    lines = (
+        f"{stamp}: [scsiCorrelator] 1000us: [esx.problem.scsi.device.io.latency.high] Device {dev} performance "
+        "has deteriorated. I/O latency increased from average value of 1343 microseconds to 28022 microseconds.\n"
+        f"{stamp}: [netCorrelator] 1001us: [vob.net.vmnic.linkstate.down] vmnic vmnic0 linkstate down\n"
+    ).encode()
+    path = f"{top}/var/run/log/vobd.log"
+    files[path] = files.get(path, b"") + lines
+    bt = load_bundle(tar_bytes(files))
+    disk = next(cid for cid in bt.kinds["disk"].ids if cid.endswith(f"/{dev}"))
+    assert _count(bt, "disk", disk, "ev.vob") == pytest.approx(1.0)
+    assert _links(bt, host.name, "vmnic0")[0] == pytest.approx(1.0)
+
+
+def _count(bt: BundleTensors, kind: str, cid: str, channel: str) -> float:
+    """Events of `channel` on one component over the capture (the channel holds log1p of a step's count)."""
+    kt = bt.kinds[kind]
+    r, j = kt.ids.index(cid), kt.channels.index(channel)
+    return float(np.expm1(kt.values[r, j][kt.mask[r, j]]).sum())
