@@ -129,11 +129,7 @@ def simulate_bundle(
     events = derive_events(cluster, plan, cond, st, rng)
     field = profile == "field"
     if field:
-        # each VM's steps where its threads (not its rate) set its iops: the noise keeps Little's law
-        iops = st.iops_r + st.iops_w
-        bound = np.isinf(wl.rate) | (iops < 0.98 * wl.rate)
-        closed = {u: bound[:, v] for v, u in enumerate(cluster.vm_uuids)}
-        site_metrics(metrics, rng, closed)  # this site's measurement noise and the counters it does not collect
+        site_metrics(metrics, rng)  # this site's measurement noise and the counters it does not collect
     keep, empty = _drop_samples(metrics, grid.n, rng) if field else (None, frozenset())
     if field and rng.random() < 0.6:
         _extra_entities(metrics, cluster, rng)

@@ -25,32 +25,16 @@ _NOISY = ("cluster-domclient", "host-domclient", "host-domcompmgr", "disk-group"
 _PREFIX = ("latency", "lat", "iops", "throughput")
 
 
-def site_metrics(metrics: Metrics, rng: Rng, closed: dict[str, np.ndarray] | None = None) -> None:
+def site_metrics(metrics: Metrics, rng: Rng) -> None:
     """Measurement noise of this site (none to ~12 % per sample) on latency, iops and throughput, and
-    the optional counters it does not collect. `closed`: VM uuid -> (T,) steps where that VM's threads,
-    not its rate, set its iops (Little's law).
-
-    A VM's iops and latency are one stream of I/Os counted over one interval, so their wiggle is the
-    latency's, and Little's law keeps holding: a closed loop's iops move inversely (its in-flight level
-    holds), a paced one's iops hold (its in-flight level follows the latency). Independent noise on the
-    two would read a benchmark's threads as paced; a quarter of the noisy sites keep it all the same (a
-    perf service whose counters are sampled apart, another author's generator), so no model leans on
-    Little's law holding exactly."""
+    the optional counters it does not collect."""
     n = len(next(iter(metrics["cluster-domclient"].values()))["iopsRead"])
     sigma = float(rng.choice([0.0, rng.uniform(0.01, 0.12)], p=[0.3, 0.7]))
     if sigma > 0:
         pool = np.exp(rng.normal(0, sigma, size=(32, n)))
-        littles = closed is not None and rng.random() < 0.75
         j = int(rng.integers(32))
         for etype in _NOISY:
-            for uuid, series in metrics.get(etype, {}).items():
-                if littles and etype == "virtual-machine" and closed is not None and uuid in closed:
-                    f = pool[j % 32]  # (T,) the latency's wiggle, read and write alike
-                    inv = np.where(closed[uuid], 1.0 / f, 1.0)
-                    for label, x in series.items():
-                        series[label] = x * (f if label.startswith("latency") else inv)
-                    j += 7
-                    continue
+            for series in metrics.get(etype, {}).values():
                 for label, x in series.items():
                     if label.startswith(_PREFIX) and not label.endswith("Congestion"):
                         series[label] = x * pool[j % 32]
