@@ -78,14 +78,10 @@ def _load(files: dict[str, bytes]) -> BundleTensors:
 
 def _links(bt: BundleTensors, host: str, vmnic: str) -> tuple[float, float, bool]:
     """(link downs, link ups, the link channels covered at every step) of one NIC."""
-    kt = bt.kinds["nic"]
-    r = kt.ids.index(f"nic:{host}/{vmnic}")
-    out = []
-    for ch in ("ev.link_down", "ev.link_up"):
-        j = kt.channels.index(ch)
-        out.append(float(np.expm1(kt.values[r, j][kt.mask[r, j]]).sum()))
+    kt, cid = bt.kinds["nic"], f"nic:{host}/{vmnic}"
+    r = kt.ids.index(cid)
     cov = all(kt.mask[r, kt.channels.index(c)].any() for c in ("ev.link_down", "ev.link_up"))
-    return out[0], out[1], cov
+    return _count(bt, "nic", cid, "ev.link_down"), _count(bt, "nic", cid, "ev.link_up"), cov
 
 
 def test_simulated_flap_from_vmkernel_and_vobd_is_one_down(bundle: Bundle) -> None:
