@@ -50,6 +50,19 @@ def _matched(nic: tuple[np.ndarray, np.ndarray], vmk: tuple[np.ndarray, np.ndarr
     return volume * shape
 
 
+def _mean_matched(nic: tuple[np.ndarray, np.ndarray], vmk: tuple[np.ndarray, np.ndarray]) -> float | None:
+    """How closely this vmnic's bytes over the window match the vmknic's, over the samples both report:
+    1 - |sum nic - sum vmk| / max(sum nic, sum vmk). The noise of each sample averages out, so a vSAN
+    uplink at light load (a few MB/s, where each sample's noise hides the shape) still reads ~1, and a
+    busy VM-network port reads its ratio to the vmknic's. None: nothing to compare."""
+    _, i, j = np.intersect1d(nic[0], vmk[0], return_indices=True)
+    a, b = nic[1][i], vmk[1][j]
+    ok = np.isfinite(a) & np.isfinite(b)
+    sa, sb = float(a[ok].sum()), float(b[ok].sum())
+    top = max(sa, sb)
+    return None if top <= 0 else max(0.0, 1.0 - abs(sa - sb) / top)
+
+
 def _traffic_share(pb: ParsedBundle, topo: Topology) -> dict[str, float]:
     """Each vmnic's share of its host's vSAN traffic: which uplink carries vSAN is read from the data.
 
@@ -58,10 +71,16 @@ def _traffic_share(pb: ParsedBundle, topo: Topology) -> dict[str, float]:
     So a vmnic's share is how much of the vmknic's traffic it matches, sample by sample:
     the volume that matches times how closely it follows (_matched; two active uplinks split it, ~0.5
     each). Where no vmnic of a host follows its vmknic, each vmnic's share of the host's pnic bytes
-    stands in (a vSAN uplink capped at 100 Mb/s then reads as a small share beside a busy VM network)."""
+    stands in (a vSAN uplink capped at 100 Mb/s then reads as a small share beside a busy VM network),
+    but first the window's volume alone (_mean_matched): where one vmnic, and only one, moves the
+    vmknic's bytes within a tenth over the window, that is its share (the volume match), and the host's
+    other vmnics keep how little they follow (< 0.5): a VM-network port of about the vmknic's volume is
+    not read as a second uplink, and two such ports leave it to byte shares, as before. At light load
+    the samples' noise hides the uplink's shape, and by byte shares the busy VM-network port beside it
+    read 0.94 (README)."""
     vmk = {e.eid: s for e in pb.perf.values() if e.etype == "vsan-host-net" and (s := _both_ways(e)) is not None}
     tot: dict[str, float] = {}
-    per: dict[str, tuple[str, float, float | None]] = {}
+    per: dict[str, tuple[str, float, float | None, float | None]] = {}
     for e in pb.perf.values():
         if e.etype != "vsan-pnic-net":
             continue
@@ -71,17 +90,25 @@ def _traffic_share(pb: ParsedBundle, topo: Topology) -> dict[str, float]:
         if not hn or own is None:
             continue
         mean = float(np.nanmean(own[1])) if np.isfinite(own[1]).any() else 0.0
-        per[nic_id(hn, nic)] = (hn, mean, _matched(own, vmk[hu]) if hu in vmk else None)
+        match, volume = (_matched(own, vmk[hu]), _mean_matched(own, vmk[hu])) if hu in vmk else (None, None)
+        per[nic_id(hn, nic)] = (hn, mean, match, volume)
         tot[hn] = tot.get(hn, 0.0) + mean
-    # a host where no vmnic follows its vmknic (counters that disagree, or no vmknic entity) falls back
-    # to each vmnic's share of the host's pnic bytes
     best: dict[str, float] = {}
-    for hn, _, match in per.values():
+    movers: dict[str, int] = {}  # vmnics that move the vmknic's bytes within a tenth over the window
+    for hn, _, match, volume in per.values():
         best[hn] = max(best.get(hn, 0.0), match or 0.0)
-    return {
-        cid: match if match is not None and best[hn] >= 0.5 else (s / tot[hn] if tot[hn] > 0 else 0.0)
-        for cid, (hn, s, match) in per.items()
-    }
+        movers[hn] = movers.get(hn, 0) + int((volume or 0.0) >= 0.9)
+
+    def share(hn: str, s: float, match: float | None, volume: float | None) -> float:
+        if match is not None and best[hn] >= 0.5:
+            return match
+        if movers[hn] == 1:  # one vmnic moves the vmknic's bytes: the others carry next to none
+            return volume if volume is not None and volume >= 0.9 else (match or 0.0)
+        # no vmnic of this host follows its vmknic or moves its bytes (counters that disagree, or no
+        # vmknic entity): each vmnic's share of the host's pnic bytes
+        return s / tot[hn] if tot[hn] > 0 else 0.0
+
+    return {cid: share(*row) for cid, row in per.items()}
 
 
 def _logged_speeds(topo: Topology) -> dict[str, tuple[float, bool | None]]:

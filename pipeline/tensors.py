@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 # 8: cluster vm.active counts VMs doing any I/O at a step (a VM that read and wrote counted twice).
 # 9: vm_disk_oio is each disk's histogram median as grouped data (interpolated in its bucket's class of
 # whole numbers), not the top of the bucket that holds it.
-SCHEMA_VERSION: Final = "vsandx.tensors/9"
+# 10: nic traffic_share: where no vmnic of a host follows its vmknic sample by sample, a vmnic that moves
+# the vmknic's bytes over the window (within a tenth) is read by volume before byte shares stand in.
+SCHEMA_VERSION: Final = "vsandx.tensors/10"
 
 
 @dataclass

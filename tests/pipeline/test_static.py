@@ -5,6 +5,8 @@ The link rule then catches a renegotiated uplink in a cluster whose every known 
 from __future__ import annotations
 
 import gzip
+from types import SimpleNamespace
+from typing import cast
 
 import numpy as np
 import pytest
@@ -15,7 +17,11 @@ from models.rules_evidence import bundle_evidence
 from models.rules_margins import THRESHOLDS, rule_margins
 from pipeline.api import load_bundle
 from pipeline.channels import KIND_STATIC
+from pipeline.parse.bundle import ParsedBundle
+from pipeline.parse.perfdump import PerfEntity
+from pipeline.static import _traffic_share
 from pipeline.tensors import BundleTensors
+from pipeline.topology import Topology
 from tests.pipeline.simbundles import fault, host_top, upload
 
 
@@ -113,3 +119,47 @@ def test_rated_speed_catches_a_cluster_whose_known_uplinks_all_run_at_1g(bundle:
     m = rule_margins(bt, THRESHOLDS)["net.link_degraded"]
     assert m[r] > 0
     assert (m[np.arange(len(m)) != r] <= 0).all()  # a 1 GbE management port rated 1 GbE is not slow
+
+
+def _entity(etype: str, eid: str, mbps: np.ndarray) -> PerfEntity:
+    t = np.arange(len(mbps), dtype=np.int64) * 300
+    return PerfEntity(f"{etype}:{eid}", etype, eid, t, {"rxThroughput": mbps / 2, "txThroughput": mbps / 2})
+
+
+def _shares(vmknic: np.ndarray, nics: dict[str, np.ndarray]) -> dict[str, float]:
+    ents = [_entity("vsan-host-net", "h1", vmknic)] + [_entity("vsan-pnic-net", f"h1|{n}", v) for n, v in nics.items()]
+    pb = cast(ParsedBundle, SimpleNamespace(perf={e.ref: e for e in ents}))
+    topo = cast(Topology, SimpleNamespace(host_of_uuid={"h1": "esx-01"}))
+    return _traffic_share(pb, topo)
+
+
+def test_a_lightly_loaded_vsan_uplink_is_read_by_its_volume_where_noise_hides_its_shape() -> None:
+    """Field seed 3's healthy bundle 28 (simulator v8): the vSAN uplink moved the vmknic's 1.4 MB/s, but
+    each sample's noise left it following the vmknic at 0.34, so the shares fell back to byte shares and
+    the busy 1500-MTU VM-network port read 0.94 (an MTU mismatch called on it). Over the window the
+    uplink moves the vmknic's bytes and the VM port 35 times them: those are the shares now."""
+    rng = np.random.default_rng(28)
+    vmk = 1.4 + rng.normal(0, 0.3, 288)
+    uplink = 1.4 + rng.normal(0, 0.3, 288)  # the same mean, independent noise: no shape to follow
+    vm_port = 49 + rng.normal(0, 5, 288)
+    got = _shares(vmk, {"vmnic3": uplink, "vmnic2": vm_port, "vmnic0": np.full(288, 0.05)})
+    assert got["nic:esx-01/vmnic3"] > 0.9 and got["nic:esx-01/vmnic2"] < 0.1 and got["nic:esx-01/vmnic0"] < 0.1
+    # a VM-network port of about the vmknic's volume on its own schedule is not read as a second uplink
+    got = _shares(vmk, {"vmnic3": uplink, "vmnic2": 1.2 + rng.normal(0, 0.3, 288)})
+    assert got["nic:esx-01/vmnic3"] > 0.9 and got["nic:esx-01/vmnic2"] < 0.5
+    # two ports that each move the vmknic's bytes: the volume cannot tell which, byte shares as before
+    got = _shares(vmk, {"vmnic3": uplink, "vmnic2": 1.4 + rng.normal(0, 0.3, 288)})
+    assert got["nic:esx-01/vmnic3"] == pytest.approx(0.5, abs=0.05) == got["nic:esx-01/vmnic2"]
+    # The same ports where the uplink's bytes match nothing (counters that disagree): byte shares as before
+    got = _shares(vmk, {"vmnic3": uplink * 3, "vmnic2": vm_port, "vmnic0": np.full(288, 0.05)})
+    assert got["nic:esx-01/vmnic2"] == pytest.approx(49 / (49 + 4.2 + 0.05), abs=0.02)
+
+
+def test_an_uplink_that_follows_the_vmknic_is_read_by_shape_first() -> None:
+    """Two active uplinks that follow the vmknic split it ~0.5 each (sample by sample, as before the
+    volume fallback), and a VM-network port of the vmknic's volume on its own schedule stays below."""
+    wave = 20 + 15 * np.sin(np.arange(288) / 10)
+    flat = 20 + np.random.default_rng(1).normal(0, 1, 288)
+    got = _shares(wave, {"vmnic1": wave / 2, "vmnic2": wave / 2, "vmnic3": flat})
+    assert got["nic:esx-01/vmnic1"] == pytest.approx(0.5, abs=0.01) == got["nic:esx-01/vmnic2"]
+    assert got["nic:esx-01/vmnic3"] < 0.5
