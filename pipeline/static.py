@@ -32,15 +32,19 @@ def _both_ways(e: PerfEntity) -> tuple[np.ndarray, np.ndarray] | None:
     return e.times, np.where(np.isfinite(both).any(0), np.nansum(both, axis=0), np.nan)
 
 
-def _matched(nic: tuple[np.ndarray, np.ndarray], vmk: tuple[np.ndarray, np.ndarray]) -> float | None:
-    """How much of the vmknic's traffic this vmnic carries, over the samples both report: the volume
-    that matches, 1 - sum|nic - vmk| / sum max(nic, vmk), times how closely it follows the vmknic's
-    ups and downs (Pearson correlation, floored at 0): a VM-network port moving as many bytes on its
-    own schedule matches the volume by chance, not the shape. None: nothing to compare."""
+def _paired(nic: tuple[np.ndarray, np.ndarray], vmk: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(vmnic, vmknic) throughput over the samples both report, finite in both."""
     _, i, j = np.intersect1d(nic[0], vmk[0], return_indices=True)
     a, b = nic[1][i], vmk[1][j]
     ok = np.isfinite(a) & np.isfinite(b)
-    a, b = a[ok], b[ok]
+    return a[ok], b[ok]
+
+
+def _matched(a: np.ndarray, b: np.ndarray) -> float | None:
+    """How much of the vmknic's traffic b this vmnic's a carries (_paired): the volume that matches,
+    1 - sum|a - b| / sum max(a, b), times how closely it follows the vmknic's ups and downs (Pearson
+    correlation, floored at 0): a VM-network port moving as many bytes on its own schedule matches the
+    volume by chance, not the shape. None: nothing to compare."""
     top = float(np.maximum(a, b).sum())
     if top <= 0:
         return None
@@ -50,17 +54,14 @@ def _matched(nic: tuple[np.ndarray, np.ndarray], vmk: tuple[np.ndarray, np.ndarr
     return volume * shape
 
 
-def _mean_matched(nic: tuple[np.ndarray, np.ndarray], vmk: tuple[np.ndarray, np.ndarray]) -> float | None:
-    """How closely this vmnic's bytes over the window match the vmknic's, over the samples both report:
-    1 - |sum nic - sum vmk| / max(sum nic, sum vmk). The noise of each sample averages out, so a vSAN
-    uplink at light load (a few MB/s, where each sample's noise hides the shape) still reads ~1, and a
-    busy VM-network port reads its ratio to the vmknic's. None: nothing to compare."""
-    _, i, j = np.intersect1d(nic[0], vmk[0], return_indices=True)
-    a, b = nic[1][i], vmk[1][j]
-    ok = np.isfinite(a) & np.isfinite(b)
-    sa, sb = float(a[ok].sum()), float(b[ok].sum())
+def _mean_matched(a: np.ndarray, b: np.ndarray) -> float:
+    """How closely this vmnic's bytes a over the window match the vmknic's b (_paired):
+    1 - |sum a - sum b| / max(sum a, sum b), 0 with nothing to compare. The noise of each sample averages
+    out, so a vSAN uplink at light load (a few MB/s, where each sample's noise hides the shape) still
+    reads ~1, and a busy VM-network port reads its ratio to the vmknic's."""
+    sa, sb = float(a.sum()), float(b.sum())
     top = max(sa, sb)
-    return None if top <= 0 else max(0.0, 1.0 - abs(sa - sb) / top)
+    return 0.0 if top <= 0 else max(0.0, 1.0 - abs(sa - sb) / top)
 
 
 def _traffic_share(pb: ParsedBundle, topo: Topology) -> dict[str, float]:
@@ -80,7 +81,7 @@ def _traffic_share(pb: ParsedBundle, topo: Topology) -> dict[str, float]:
     read 0.94 (README)."""
     vmk = {e.eid: s for e in pb.perf.values() if e.etype == "vsan-host-net" and (s := _both_ways(e)) is not None}
     tot: dict[str, float] = {}
-    per: dict[str, tuple[str, float, float | None, float | None]] = {}
+    per: dict[str, tuple[str, float, float | None, float]] = {}  # id: host, mean, match, volume match
     for e in pb.perf.values():
         if e.etype != "vsan-pnic-net":
             continue
@@ -90,20 +91,23 @@ def _traffic_share(pb: ParsedBundle, topo: Topology) -> dict[str, float]:
         if not hn or own is None:
             continue
         mean = float(np.nanmean(own[1])) if np.isfinite(own[1]).any() else 0.0
-        match, volume = (_matched(own, vmk[hu]), _mean_matched(own, vmk[hu])) if hu in vmk else (None, None)
+        match, volume = None, 0.0
+        if hu in vmk:
+            a, b = _paired(own, vmk[hu])
+            match, volume = _matched(a, b), _mean_matched(a, b)
         per[nic_id(hn, nic)] = (hn, mean, match, volume)
         tot[hn] = tot.get(hn, 0.0) + mean
     best: dict[str, float] = {}
     movers: dict[str, int] = {}  # vmnics that move the vmknic's bytes within a tenth over the window
     for hn, _, match, volume in per.values():
         best[hn] = max(best.get(hn, 0.0), match or 0.0)
-        movers[hn] = movers.get(hn, 0) + int((volume or 0.0) >= 0.9)
+        movers[hn] = movers.get(hn, 0) + int(volume >= 0.9)
 
-    def share(hn: str, s: float, match: float | None, volume: float | None) -> float:
+    def share(hn: str, s: float, match: float | None, volume: float) -> float:
         if match is not None and best[hn] >= 0.5:
             return match
         if movers[hn] == 1:  # one vmnic moves the vmknic's bytes: the others carry next to none
-            return volume if volume is not None and volume >= 0.9 else (match or 0.0)
+            return volume if volume >= 0.9 else (match or 0.0)
         # no vmnic of this host follows its vmknic or moves its bytes (counters that disagree, or no
         # vmknic entity): each vmnic's share of the host's pnic bytes
         return s / tot[hn] if tot[hn] > 0 else 0.0
