@@ -249,9 +249,14 @@ def _sweep(
             file=sys.stderr,
         )
         if again:
-            # the killed trials' configs first, then the warm points that never started, then new draws
-            seen = [point(c) for c in (*record.started.values(), *record.killed)]
-            retry = [point(c) for c in record.killed] + [w for w in warm if w not in seen]
+            # the killed trials' configs first, then the warm points that never started, then new draws.
+            # A warm point names fewer keys than a trial Ray started from it (the space's seed), so it has
+            # started where a trial holds each key it names: compared as whole dicts, the quick preset's
+            # warm point ran again after a kill, and two identical networks took 2 of its 4 trials.
+            lost = [point(c) for c in record.killed]
+            seen = [point(c) for c in record.started.values()] + lost
+            retry = [c for i, c in enumerate(lost) if c not in lost[:i]]
+            retry += [w for w in warm if not any(_agrees(w, c) for c in seen)]
             more, _, killed_again = _fit(spec, space, trainable, retry, left, 1, out_dir, progress, serial=True)
             rows += more
             killed = killed_again or killed
@@ -260,6 +265,11 @@ def _sweep(
     elif not rows and record.errors:
         raise SweepFailed(f"every trial of the {spec.model} sweep failed; the first: {record.errors[0]}")
     return outcomes(spec.model, rows, out_dir)
+
+
+def _agrees(point: Mapping[str, Any], config: Mapping[str, Any]) -> bool:
+    """Whether `config` holds every key of `point` at its value (a trial started from that point)."""
+    return all(k in config and config[k] == v for k, v in point.items())
 
 
 def _fit(

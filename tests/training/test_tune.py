@@ -209,6 +209,26 @@ def test_a_trial_killed_for_memory_keeps_the_finished_ones_and_runs_the_rest_one
     assert len(json.loads((tmp_path / "sweeps" / "sweep-cnn_small.json").read_text())) == 4
 
 
+def test_a_warm_point_killed_for_memory_is_retried_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trial Ray starts from the warm point holds the space's keys the point does not name (its seed):
+    the retry compared whole dicts, took the killed warm trial for another config and ran the warm point
+    again after it (the quick preset: two identical networks, 2 of its 4 trials)."""
+    warm = registry_point("cnn_small", 0.5)
+    started = SimpleNamespace(trial_id="w", config={**warm, "seed": 0})
+
+    def warm_killed(callbacks: list, out: Path) -> None:
+        _finish(callbacks, T1, out, 0.75)
+        _kill(callbacks, started)
+
+    calls = _without_ray(monkeypatch, warm_killed, lambda callbacks, out: [])
+    run_sweep(
+        SweepSpec("cnn_small", num_samples=4, issue_rate=(0.5, 0.5)), tmp_path, tmp_path, tmp_path / "s", progress=False
+    )
+    retry = calls[1]["warm"]
+    assert retry[0] == {**warm, "seed": 0}
+    assert len(retry) == 1, retry
+
+
 def test_a_retry_killed_too_keeps_what_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def killed_at_once(callbacks: list, out: Path) -> None:
         _kill(callbacks, T2)
