@@ -22,6 +22,7 @@ class Conditions:
     devices: list[tuple[int, int, Disk]]  # (host, dg, disk) per device index
     dev_mult: np.ndarray  # (T, D) service-time multiplier (a failing device retries, times out)
     hot: np.ndarray  # (T, D) share of its group's capacity reads that serialise on this device
+    hot_svc: np.ndarray  # (D,) a hot read's time on its one channel over the device's own service time
     destage_mult: np.ndarray  # (T, G) capacity-tier destage speed relative to nominal
     link_bps: np.ndarray  # (T, H) vSAN uplink payload capacity, bytes/s
     half_duplex: np.ndarray  # (T, H) bool
@@ -50,6 +51,7 @@ def build_conditions(cluster: Cluster, plan: Plan, wl: Workload, rng: Rng) -> Co
 
     dev_mult = np.exp(rng.normal(0, 0.06, size=(n, n_d))) * rng.uniform(0.85, 1.15, size=n_d)
     hot = np.zeros((n, n_d))
+    hot_svc = np.ones(n_d)
     destage_mult = rng.uniform(0.9, 1.1, size=n_g) * np.ones((n, 1))
     # each host's vSAN uplink at its own speed: a cluster may keep hosts of an older, slower generation
     speeds = np.array([h.nics[h.vsan_nic].speed_mbps for h in hosts], dtype=float)
@@ -82,7 +84,14 @@ def build_conditions(cluster: Cluster, plan: Plan, wl: Workload, rng: Rng) -> Co
                 kavg_extra[:, i] = on * (1e-3 + 12e-3 * s) * np.exp(rng.normal(0, 0.4, size=n))
         elif f.fault == "disk.hotspot":
             share = (0.75 + 0.2 * s) if f.cause == "dedup_zero" else (0.55 + 0.3 * s)
-            hot[:, dev_index[f.disk]] = on * share
+            # faults.md gives a hot spot no I/O rate: reads of one block wait on one flash channel (one die,
+            # the dedup map's lookup before it), each `slow` = 1-8x the device's own service time. That
+            # channel is as busy (as many reads outstanding) at 1/slow of the reads, so the hot device serves
+            # 1.2-10x its siblings' I/O, where v7 (every hot read at the device's own time) always served
+            # 4-50x: the other sources' hot spots serve 0.4-4x (README)
+            slow = float(np.exp(rng.uniform(0.0, np.log(8.0))))
+            hot[:, dev_index[f.disk]] = on * share / slow
+            hot_svc[dev_index[f.disk]] = slow
         elif f.fault == "dg.write_buffer" and f.cause == "slow_capacity":
             destage_mult[:, f.dg] *= 0.5 - 0.3 * s  # destages a fraction of nominal
         elif f.fault == "net.link_degraded" and f.cause == "mtu_mismatch":  # param: the ceiling in MB/s
@@ -102,6 +111,7 @@ def build_conditions(cluster: Cluster, plan: Plan, wl: Workload, rng: Rng) -> Co
         devices,
         dev_mult,
         hot,
+        hot_svc,
         destage_mult,
         link_bps,
         half,

@@ -152,10 +152,11 @@ def solve(
         util = read_util + dev_w * svc_w / par
         q = np.minimum(queue_factor(util), 30.0)  # past that, commands abort and retry (SCSI timeouts)
         dev_lat_r, dev_lat_w = svc_r * q, svc_w * q
-        # hot LBAs: those reads queue on one flash channel, one at a time
+        # hot LBAs: those reads queue on one flash channel, one at a time, each hot_svc times the device's own
         hot_iops = cap_reads[:, dev_g] * cond.hot
+        svc_hot = svc_r * cond.hot_svc
         # the device takes ~128 commands; past ~12 ms the excess waits in the kernel queue instead
-        hot_lat = np.minimum(svc_r * queue_factor(hot_iops * svc_r), 12.5e-3)
+        hot_lat = np.minimum(svc_hot * queue_factor(hot_iops * svc_hot), 12.5e-3)
         dev_lat_r = np.where(
             hot_iops > 0, (hot_iops * hot_lat + (dev_r - hot_iops) * dev_lat_r) / np.maximum(dev_r, 1e-9), dev_lat_r
         )
