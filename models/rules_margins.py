@@ -186,6 +186,7 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         gate(np.where(np.isnan(d["write_vs_peers"]), np.nan, d["write_vs_peers"] < th["hot_write_vs_peers"])),
         gate(np.where(np.isnan(serves), np.nan, serves >= th["hot_iops_vs_peers"])),
         gate(d["capacity_ssd"]),
+        gate(d["dedup"]),  # faults.md: "dedup enabled in storage list" (no say where the list is missing)
         gate(np.where(d["scsi_errors"] > 0, 0.0, 1.0)),
     )
     stands_out = np.fmax(d["dev_vs_peers"], d["write_vs_peers"])  # its device or write latency over its siblings'

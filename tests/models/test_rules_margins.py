@@ -262,6 +262,19 @@ def test_a_hot_spot_may_serve_fewer_ios_than_its_siblings() -> None:
     assert _hot(bt, read_ms=4.2, read_vs_peers=17.6, iops_vs_peers=0.05) < 0  # idle: no
 
 
+def test_no_hot_spot_on_a_disk_group_without_deduplication() -> None:
+    """faults.md's signature includes "dedup enabled in storage list": a busy, mildly slow capacity SSD
+    where the list says deduplication is off is no hot spot (three in one healthy bundle of the quick
+    preset's varied set fired at 0.27-0.29 ms, 2.0-2.4x their siblings, serving far more), and an upload
+    without the list leaves the other evidence to decide."""
+    bt, _ = _bundle("disk.hotspot", "narrow_lba", 0)
+    busy = {"read_ms": 0.4, "read_vs_peers": 4.3, "iops_vs_peers": 16.7}
+    assert _hot(bt, **busy, dedup=1.0) > 0.5
+    assert _hot(bt, **busy, dedup=np.nan) > 0.5
+    assert _hot(bt, **busy, dedup=0.0) < 0
+    assert _hot(bt, read_ms=2.0, read_vs_peers=10.0, iops_vs_peers=1.2, dedup=0.0) < 0
+
+
 def _step_down(bt: BundleTensors, cap: float, share: float, held: float, before: float) -> float:
     """The link rule's margin for the first vSAN uplink, its speed unknown, its peers carrying no more
     than it ever did: `share` of the window at a ceiling of `cap` MB/s, `held` of the samples from the
@@ -518,7 +531,7 @@ def test_a_hot_spot_that_began_late_serves_more_while_it_is_slow() -> None:
     its siblings' (the gate `hot_iops_vs_peers` vetoed it at 0.97), while at the steps of its own
     highest read latency it serves several times theirs. Those steps decide; a disk's own slow
     commands at an idle device's rate (a twentieth of its siblings') still do not."""
-    b = simulate_bundle("field", 9, 10, faults=["disk.hotspot"])
+    b = simulate_bundle("field", 9, 24, faults=["disk.hotspot"])  # onset at sample 316 of 543
     bt = load_bundle(tar_bytes(b.files))
     comps = b.labels["components"]
     assert isinstance(comps, dict)
