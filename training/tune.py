@@ -300,9 +300,13 @@ def _fit(
             mode="max",
             scheduler=scheduler,
             num_samples=num_samples,
-            # a run again draws afresh: the first run's seed would repeat the draws that finished
-            search_alg=BasicVariantGenerator(points_to_evaluate=warm or None, random_state=spec.seed + serial),
-            max_concurrent_trials=concurrency or None,
+            # a run again draws afresh: the first run's seed would repeat the draws that finished. The
+            # generator holds the concurrency: Ray ignores max_concurrent_trials beside a search_alg that
+            # is no Searcher ("will be ignored"), and a sweep held to one trial at a time for memory ran
+            # two, which its out-of-memory killer ended (the standard preset beside the quick one)
+            search_alg=BasicVariantGenerator(
+                points_to_evaluate=warm or None, max_concurrent=concurrency or 0, random_state=spec.seed + serial
+            ),
         ),
         run_config=tune.RunConfig(
             name=name,

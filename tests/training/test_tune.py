@@ -84,6 +84,19 @@ def test_a_sweep_budget_ends_its_trials_with_a_saved_model(data: tuple[Path, Pat
     assert out.folder is not None and (out.folder / "config.json").exists()
 
 
+def test_a_sweep_held_to_one_trial_at_a_time_runs_them_one_after_another(data: tuple[Path, Path, Path]) -> None:
+    """Real Ray: Tune ignores max_concurrent_trials beside a search_alg that is no Searcher, so a sweep
+    sized to one trial at a time for memory ran two at once on two CPUs and its out-of-memory killer
+    ended both (the standard preset beside the quick one). Each trial's span, from its last report's
+    timestamp and total time: the second starts once the first has ended (a second's slack: whole-second
+    timestamps)."""
+    root, train, val = data
+    spec = SweepSpec("cnn_small", num_samples=2, max_concurrent=1, overrides={"epochs": 3, "width": 16}, seed=6)
+    out = run_sweep(spec, train, val, root / "one-at-a-time", progress=False)
+    spans = sorted((h[-1]["timestamp"] - h[-1]["time_total_s"], h[-1]["timestamp"]) for h in (o.history for o in out))
+    assert len(spans) == 2 and spans[1][0] >= spans[0][1] - 1.0, spans
+
+
 def test_real_ray_killing_every_trial_for_memory_ends_in_advice(
     data: tuple[Path, Path, Path], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -139,7 +152,7 @@ class _Tuner:
         self.callbacks = run_config.callbacks  # type: ignore[attr-defined]
         self.out = Path(trainable.keywords["out_dir"])  # type: ignore[attr-defined]
         alg = tune_config.search_alg  # type: ignore[attr-defined]
-        self.calls.append({"n": tune_config.num_samples, "concurrency": tune_config.max_concurrent_trials,  # type: ignore[attr-defined]
+        self.calls.append({"n": tune_config.num_samples, "concurrency": alg.max_concurrent or None,  # type: ignore[attr-defined]
                            "warm": alg.points, "seed": alg.seed, "name": run_config.name})  # type: ignore[attr-defined]  # fmt: skip
 
     def fit(self) -> object:
@@ -158,7 +171,9 @@ def _without_ray(monkeypatch: pytest.MonkeyPatch, *plays: object) -> list[dict]:
     monkeypatch.setattr(
         training.tune,
         "BasicVariantGenerator",
-        lambda points_to_evaluate, random_state: SimpleNamespace(points=points_to_evaluate, seed=random_state),
+        lambda points_to_evaluate, max_concurrent, random_state: SimpleNamespace(
+            points=points_to_evaluate, seed=random_state, max_concurrent=max_concurrent
+        ),
     )
     return _Tuner.calls
 
