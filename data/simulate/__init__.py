@@ -8,5 +8,6 @@
 # 7: vscsiStats captures (data.simulate.vscsi) in a third of lab and a quarter of field bundles.
 # 8: a VM's counters that keep Little's law, tried and reverted (README): its datasets are not these.
 # 9: a hot spot's reads take 1-8x the device's service time on their one channel, so the hot device
-# serves 1.2-10x its siblings' I/O rather than always 4-50x (data.simulate.conditions).
+# serves from about its siblings' I/O to many times it, mostly under 4x (v7: mostly over 10x;
+# data.simulate.conditions).
 SIMULATOR_VERSION = "9"

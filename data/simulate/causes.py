@@ -100,8 +100,9 @@ CAUSES: tuple[Cause, ...] = (
           "medium errors", "4-40 ms", (0.0, 0.8), 0.3, 0.6),
     Cause(_HS, "dedup_zero", "reads of zeroed or duplicate blocks under deduplication land on one block of one "
           "capacity SSD", "one capacity SSD's read latency climbs with its outstanding reads while its group "
-          "peers stay ~0.1-0.2 ms; it serves 1.2-10x their I/O (its reads wait on one channel, each 1-8x the "
-          "device's own time); read-heavy; dedup in storage list; no SCSI errors or deterioration lines",
+          "peers stay ~0.1-0.2 ms; it serves from about their I/O to many times it (its reads wait on one "
+          "channel, each 1-8x the device's own time); read-heavy; dedup in storage list; no SCSI errors or "
+          "deterioration lines",
           "4-64 outstanding reads on the device", (0.0, 1.0), 1.0, 1.0),
     Cause(_HS, "narrow_lba", "a badly prepared benchmark hammers a narrow LBA range", "as dedup_zero, with part "
           "of the group's reads still spread over the peers", "4-64 outstanding reads", (0.0, 1.0), 1.0, 1.0),
