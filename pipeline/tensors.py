@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 # whole numbers), not the top of the bucket that holds it.
 # 10: nic traffic_share: where no vmnic of a host follows its vmknic sample by sample, a vmnic that moves
 # the vmknic's bytes over the window (within a tenth) is read by volume before byte shares stand in.
-SCHEMA_VERSION: Final = "vsandx.tensors/10"
+# 11: ... only where the vmknic moves at least 64 KB/s (rx + tx); below it an idle port moves as much.
+SCHEMA_VERSION: Final = "vsandx.tensors/11"
 
 
 @dataclass

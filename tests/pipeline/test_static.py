@@ -123,7 +123,8 @@ def test_rated_speed_catches_a_cluster_whose_known_uplinks_all_run_at_1g(bundle:
 
 def _entity(etype: str, eid: str, mbps: np.ndarray) -> PerfEntity:
     t = np.arange(len(mbps), dtype=np.int64) * 300
-    return PerfEntity(f"{etype}:{eid}", etype, eid, t, {"rxThroughput": mbps / 2, "txThroughput": mbps / 2})
+    bps = mbps * 1e6  # the perf service reports bytes/s
+    return PerfEntity(f"{etype}:{eid}", etype, eid, t, {"rxThroughput": bps / 2, "txThroughput": bps / 2})
 
 
 def _shares(vmknic: np.ndarray, nics: dict[str, np.ndarray]) -> dict[str, float]:
@@ -155,6 +156,21 @@ def test_a_lightly_loaded_vsan_uplink_is_read_by_its_volume_where_noise_hides_it
     assert got["nic:esx-01/vmnic2"] == pytest.approx(49 / (49 + 4.2 + 0.05), abs=0.02)
 
 
+def test_a_near_idle_vmknic_names_no_uplink_by_its_volume() -> None:
+    """A vmknic moving 2 KB/s and an idle port moving as much: the volume tells nothing there (an idle
+    port moves up to 2.3 KB/s), so byte shares stand in and the busy port beside them is not cleared.
+    From 64 KB/s up the same shapes read by volume."""
+    rng = np.random.default_rng(5)
+    vmk = 0.002 + rng.normal(0, 0.0004, 288)
+    idle = 0.002 + rng.normal(0, 0.0004, 288)
+    busy = 0.02 + rng.normal(0, 0.002, 288)
+    got = _shares(vmk, {"vmnic0": idle, "vmnic2": busy})
+    assert got["nic:esx-01/vmnic0"] == pytest.approx(0.002 / 0.022, abs=0.02)
+    assert got["nic:esx-01/vmnic2"] == pytest.approx(0.02 / 0.022, abs=0.02)
+    got = _shares(vmk * 40, {"vmnic0": idle * 40, "vmnic2": busy * 40})  # 80 KB/s
+    assert got["nic:esx-01/vmnic0"] > 0.9 and got["nic:esx-01/vmnic2"] < 0.1
+
+
 def test_an_uplink_that_follows_the_vmknic_is_read_by_shape_first() -> None:
     """Two active uplinks that follow the vmknic split it ~0.5 each (sample by sample, as before the
     volume fallback), and a VM-network port of the vmknic's volume on its own schedule stays below."""
@@ -163,3 +179,9 @@ def test_an_uplink_that_follows_the_vmknic_is_read_by_shape_first() -> None:
     got = _shares(wave, {"vmnic1": wave / 2, "vmnic2": wave / 2, "vmnic3": flat})
     assert got["nic:esx-01/vmnic1"] == pytest.approx(0.5, abs=0.01) == got["nic:esx-01/vmnic2"]
     assert got["nic:esx-01/vmnic3"] < 0.5
+    # each uplink alone reads either side of 0.5 with its counters' noise; together they follow the
+    # vmknic, so the flat port of its volume is never read as the uplink (the best alone: 0.95, by volume)
+    for seed in range(10):
+        r = np.random.default_rng(seed)
+        got = _shares(wave, {"vmnic1": wave / 2 + r.normal(0, 0.5, 288), "vmnic2": wave / 2, "vmnic3": flat})
+        assert got["nic:esx-01/vmnic1"] > 0.4 and got["nic:esx-01/vmnic2"] > 0.4 and got["nic:esx-01/vmnic3"] < 0.5
