@@ -10,6 +10,4 @@
 # 9: a hot spot's reads take 1-8x the device's service time on their one channel, so the hot device
 # serves from about its siblings' I/O to many times it, mostly under 4x (v7: mostly over 10x;
 # data.simulate.conditions).
-# 10: field windows drawn log-uniform over 1-48 h and as short as 12 samples (an hour at 300 s), not
-# uniform with a floor of 30 samples (data.simulate.generate._grid).
-SIMULATOR_VERSION = "10"
+SIMULATOR_VERSION = "9"

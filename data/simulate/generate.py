@@ -60,12 +60,8 @@ def _grid(profile: str, rng: Rng) -> Grid:
         interval, n = 20, 360  # high-resolution mode, two hours
     else:
         interval = int(rng.choice([20, 30, 60, 120, 300], p=[0.25, 0.15, 0.2, 0.1, 0.3]))
-        # bundle-format.md: a window of 1 to 48 hours. Drawn log-uniform, so an hour-long capture
-        # around the incident is as likely as a two-day one: uniform hours made 3 in 200 windows
-        # shorter than a quarter of the tensor grid (< 45 samples), the clean-room's writer 33 in 200.
-        # An hour at the 300 s default is 12 samples; the old floor of 30 never wrote one.
-        hours = float(np.exp(rng.uniform(0.0, np.log(min(48.0, 576 * interval / 3600)))))
-        n = max(int(hours * 3600 / interval), 12)
+        hours = rng.uniform(1.0, min(48.0, 576 * interval / 3600))
+        n = max(int(hours * 3600 / interval), 30)
     start = int(day0 + rng.integers(0, 500) * 86400 + rng.integers(0, 86400))
     return Grid(start - start % interval, interval, n)
 

@@ -34,10 +34,8 @@ def test_the_mildest_hot_spot_still_holds_a_few_reads_on_a_fast_device() -> None
     fast = [s for s in mild if s[1] < 0.05]  # NVMe: the round trip outside the device dwarfs its service
     assert len(mild) >= 6 and fast, spots  # the draw covers the mild edge on both kinds of device
     for sev, svc, held, ratio in mild:
-        # 4 threads at the mildest (severity 0), and more on a fast device for their trip outside it;
-        # where the loop waits upstream (network, CPU) the device holds fewer: 2.5 at severity 0.15 on
-        # an NVMe device at 3.6x its siblings' latency (field seed 777, bundle 14 of simulator v10)
-        assert held > 2.0, (sev, svc, held)
+        # 4 reads at the mildest (severity 0); counters are noisy and other guests' reads add some
+        assert held > 3.0, (sev, svc, held)
         assert np.isnan(ratio) or ratio > 2.5, (sev, svc, held, ratio)
     # and the severe end many times that
     assert max(held for sev, _, held, _ in spots if sev > 0.8) > 40

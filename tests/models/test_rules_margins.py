@@ -468,19 +468,18 @@ def test_a_flat_sum_must_be_held_by_threads_not_by_a_steady_rate() -> None:
     assert _low_oio_margin(bt, **base | {"closed_loop": 0.9}, oio_plateau_spread=1.06, inflight_spread=0.2) > 0.5
 
 
-@pytest.mark.parametrize(("index", "mix"), [(711, "hcibench,seqwrite,vdi"), (2832, "fileserver")])
+@pytest.mark.parametrize(("index", "mix"), [(711, "hcibench,seqwrite,vdi"), (1157, "fileserver")])
 def test_a_paced_benchmark_or_a_guest_mix_on_a_flat_sum_is_not_under_driven(index: int, mix: str) -> None:
     """Two healthy field bundles (seed 103) the rule called under-driven before the flat sum had to be
     threads': an HCIBench paced at its io-rate (2 threads a disk, 1.1 I/Os a VM in flight) beside guests,
-    and a file server alone (v10's draw; 1324, a file server over 64 samples, is still called). Their
-    sums read within the 10 % plateau bar, neither within 4 %."""
+    and a file server alone. Their sums read within the 10 % plateau bar, neither within 4 %."""
     b = simulate_bundle("field", 103, index)
     bt = load_bundle(tar_bytes(b.files))
     comps = b.labels["components"]
     assert isinstance(comps, dict) and set(comps.values()) == {"none"} and b.mix.startswith(mix)
     loose = {**THRESHOLDS, "held_oio_spread": 100.0, "held_inflight_spread": 100.0}
     assert rule_margins(bt, loose)["cluster.low_oio"][0] > 0.5
-    assert rule_margins(bt, THRESHOLDS)["cluster.low_oio"][0] < -0.15  # v10: -0.18 and -0.38
+    assert rule_margins(bt, THRESHOLDS)["cluster.low_oio"][0] < -0.3
 
 
 def test_cpu_contention_is_as_sure_as_the_ready_time_on_a_busy_host() -> None:
@@ -532,7 +531,7 @@ def test_a_hot_spot_that_began_late_serves_more_while_it_is_slow() -> None:
     its siblings' (the gate `hot_iops_vs_peers` vetoed it at 0.97), while at the steps of its own
     highest read latency it serves several times theirs. Those steps decide; a disk's own slow
     commands at an idle device's rate (a twentieth of its siblings') still do not."""
-    b = simulate_bundle("field", 9, 240, faults=["disk.hotspot"])  # onset at sample 127 of 220
+    b = simulate_bundle("field", 9, 24, faults=["disk.hotspot"])  # onset at sample 316 of 543
     bt = load_bundle(tar_bytes(b.files))
     comps = b.labels["components"]
     assert isinstance(comps, dict)
