@@ -10,4 +10,6 @@
 # 9: a hot spot's reads take 1-8x the device's service time on their one channel, so the hot device
 # serves from about its siblings' I/O to many times it, mostly under 4x (v7: mostly over 10x;
 # data.simulate.conditions).
+# 10: field windows drawn log-uniform over 1-48 h, down to 12 samples: tried and reverted (README), so
+# its datasets are not these.
 SIMULATOR_VERSION = "9"
