@@ -46,22 +46,18 @@ def _paired(nic: tuple[np.ndarray, np.ndarray], vmk: tuple[np.ndarray, np.ndarra
     return a[ok], b[ok]
 
 
-def _matched(a: np.ndarray, b: np.ndarray) -> float | None:
-    """How much of the vmknic's traffic b this vmnic's a carries (_paired): the volume that matches,
-    1 - sum|a - b| / sum max(a, b), times how closely it follows the vmknic's ups and downs (Pearson
-    correlation, floored at 0): a VM-network port moving as many bytes on its own schedule matches the
-    volume by chance, not the shape. None: nothing to compare."""
+def _matched(a: np.ndarray, b: np.ndarray) -> tuple[float, float] | None:
+    """(match, shape): how much of the vmknic's traffic b this vmnic's a carries (_paired), the volume
+    that matches, 1 - sum|a - b| / sum max(a, b), times the shape, how closely it follows the vmknic's
+    ups and downs (Pearson correlation, floored at 0; 1 for a flat series): a VM-network port moving as
+    many bytes on its own schedule matches the volume by chance, not the shape. None: nothing to compare."""
     top = float(np.maximum(a, b).sum())
     if top <= 0:
         return None
     volume = max(0.0, 1.0 - float(np.abs(a - b).sum()) / top)
-    return volume * _shape(a, b)
-
-
-def _shape(a: np.ndarray, b: np.ndarray) -> float:
-    """How closely a follows b's ups and downs: Pearson correlation floored at 0, 1 for a flat series."""
     flat = len(a) < 3 or a.std() == 0 or b.std() == 0
-    return 1.0 if flat else max(0.0, float(np.corrcoef(a, b)[0, 1]))
+    shape = 1.0 if flat else max(0.0, float(np.corrcoef(a, b)[0, 1]))
+    return volume * shape, shape
 
 
 def _mean_matched(a: np.ndarray, b: np.ndarray) -> float:
@@ -81,7 +77,8 @@ def _traffic_share(pb: ParsedBundle, topo: Topology) -> dict[str, float]:
     moves the same bytes at the same times, while a VM-network or management port moves its own.
     So a vmnic's share is how much of the vmknic's traffic it matches, sample by sample:
     the volume that matches times how closely it follows (_matched; two active uplinks split it, ~0.5
-    each). Where no vmnic of a host follows its vmknic, each vmnic's share of the host's pnic bytes
+    each, and the host's vmnics that follow its shape are taken together). Where those carry under half
+    of the vmknic's traffic, each vmnic's share of the host's pnic bytes
     stands in (a vSAN uplink capped at 100 Mb/s then reads as a small share beside a busy VM network),
     but first the window's volume alone (_mean_matched): where one vmnic, and only one, moves the
     vmknic's bytes within a tenth over the window, that is its share (the volume match; from a vmknic
@@ -94,6 +91,7 @@ def _traffic_share(pb: ParsedBundle, topo: Topology) -> dict[str, float]:
     tot: dict[str, float] = {}
     per: dict[str, tuple[str, float, float | None, float]] = {}  # id: host, mean, match, volume match
     follows: dict[str, float] = {}  # the matches of the host's vmnics that follow its vmknic's shape
+    movers: dict[str, int] = {}  # vmnics that move the vmknic's bytes within a tenth over the window
     for e in pb.perf.values():
         if e.etype != "vsan-pnic-net":
             continue
@@ -106,14 +104,13 @@ def _traffic_share(pb: ParsedBundle, topo: Topology) -> dict[str, float]:
         match, volume = None, 0.0
         if hu in vmk:
             a, b = _paired(own, vmk[hu])
-            match = _matched(a, b)
             volume = _mean_matched(a, b) if b.size and float(b.mean()) >= VOLUME_FLOOR_BPS else 0.0
-            if match is not None and _shape(a, b) >= 0.5:
-                follows[hn] = follows.get(hn, 0.0) + match
+            if (got := _matched(a, b)) is not None:
+                match, shape = got
+                if shape >= 0.5:
+                    follows[hn] = follows.get(hn, 0.0) + match
         per[nic_id(hn, nic)] = (hn, mean, match, volume)
         tot[hn] = tot.get(hn, 0.0) + mean
-    movers: dict[str, int] = {}  # vmnics that move the vmknic's bytes within a tenth over the window
-    for hn, _, _, volume in per.values():
         movers[hn] = movers.get(hn, 0) + int(volume >= 0.9)
 
     def share(hn: str, s: float, match: float | None, volume: float) -> float:
