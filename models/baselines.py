@@ -27,6 +27,7 @@ from models.estimator import check_is_fitted
 from models.features import stack_features
 from models.registry import register_model
 from models.scalers import ClippedScaler, QuantileBinner
+from models.seedbag import SeedBag
 from pipeline.tensors import BundleTensors
 from vsandx.faults import COMPONENT_KINDS
 
@@ -192,7 +193,8 @@ class LogRegDiagnoser(FeatureBaseline):
     },
 )
 class MLPDiagnoser(FeatureBaseline):
-    """Multi-layer perceptron per kind (ReLU, Adam)."""
+    """Multi-layer perceptron per kind (ReLU, Adam): `seeds` networks from random_state on, averaged
+    (models.seedbag: one network's minimum moved its false calls on healthy disks 1-31 in 400 bundles)."""
 
     default_name = "mlp"
 
@@ -205,8 +207,10 @@ class MLPDiagnoser(FeatureBaseline):
         max_iter: int = 200,
         class_weight_power: float = 0.5,
         random_state: int = 0,
+        seeds: int = 5,
     ) -> None:
         super().__init__(class_weight_power, random_state)
+        self.seeds = seeds
         self.hidden = hidden
         self.layers = layers
         self.alpha = alpha
@@ -214,13 +218,14 @@ class MLPDiagnoser(FeatureBaseline):
         self.max_iter = max_iter
 
     def _make_classifier(self) -> Any:
-        return MLPClassifier(
+        net = MLPClassifier(
             hidden_layer_sizes=(self.hidden,) * self.layers,
             alpha=self.alpha,
             learning_rate_init=self.learning_rate_init,
             max_iter=self.max_iter,
             random_state=self.random_state,
         )
+        return SeedBag(net, self.seeds, self.random_state) if self.seeds > 1 else net
 
 
 @register_model(

@@ -19,6 +19,7 @@ from sklearn.preprocessing import LabelBinarizer, StandardScaler
 from sklearn.svm import SVC
 
 from models.scalers import ClippedScaler, QuantileBinner
+from models.seedbag import SeedBag
 
 ALLOWED: Final[dict[str, type]] = {
     c.__name__: c
@@ -29,6 +30,7 @@ ALLOWED: Final[dict[str, type]] = {
         _SigmoidCalibration,
         LogisticRegression,
         MLPClassifier,
+        SeedBag,
         MultinomialNB,
         LabelBinarizer,
         StandardScaler,

@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from data.sources import BUNDLES
@@ -174,7 +175,11 @@ def served_ensemble(
     calibrated on the validation bundles `val` unless `cfg.calibration` is "none", with the
     out-of-distribution check (models.ood: ranges from X, threshold from `val`) beside the maps."""
     extra = sorted({name for by_name in cfg.kind_members.values() for name in by_name})
-    fitted = [create_model(name).fit(X, y) for name in (*cfg.priors, *extra)]
+    # on one BLAS thread, as the baselines' worker fits (training.background): the summation order of
+    # two threads moved the mlp's fit to another minimum, and the served model must be the same on any
+    # machine's core count
+    with threadpool_limits(1):
+        fitted = [create_model(name).fit(X, y) for name in (*cfg.priors, *extra)]
     k = len(members)
 
     def weights(kind: str = "") -> list[float]:  # "": every kind not named

@@ -259,6 +259,37 @@ def test_served_ensemble_weighs_the_priors_per_kind() -> None:
         assert np.allclose(served[b][g], (cnn[b][g] + 2.0 * rules[b][g]) / 3.0)
 
 
+def test_served_ensemble_fits_its_priors_on_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the baselines' worker: two threads' summation order moved the mlp's fit to another minimum
+    (models.seedbag), and the served model must not depend on the machine's core count."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    import training.run as run
+
+    def blas_threads() -> set[int]:
+        return {int(p["num_threads"]) for p in threadpool_info() if p["user_api"] == "blas"}
+
+    with threadpool_limits(2, user_api="blas"):
+        if blas_threads() != {2}:
+            pytest.skip(f"no BLAS library here takes two threads ({threadpool_info()})")
+        seen: list[set[int]] = []
+
+        class Probe:
+            def __init__(self, name: str) -> None:
+                self.name = name
+
+            def fit(self, X: object, y: object) -> Probe:
+                seen.append(blas_threads())
+                return self
+
+        monkeypatch.setattr(run, "create_model", Probe)
+        monkeypatch.setattr(run.EnsembleDiagnoser, "of", staticmethod(lambda fitted, *a: fitted))
+        cfg = TrainConfig(lab=2, varied=0, calibration="none")
+        fitted = run.served_ensemble([Probe("cnn")], cfg, [], [], ([], []))
+        assert [m.name for m in fitted] == ["cnn", "rules", "mlp"] and seen == [{1}, {1}]
+        assert blas_threads() == {2}  # given back after the fits
+
+
 def test_other_authors_bundles_train_from_seeds_no_benchmark_reads() -> None:
     from training.run import TRAINING_SETS, dataset_specs
 
