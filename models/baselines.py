@@ -225,7 +225,7 @@ class MLPDiagnoser(FeatureBaseline):
             max_iter=self.max_iter,
             random_state=self.random_state,
         )
-        return SeedBag(net, self.seeds, self.random_state) if self.seeds > 1 else net
+        return net if self.seeds == 1 else SeedBag(net, self.seeds, self.random_state)  # SeedBag refuses < 1
 
 
 @register_model(

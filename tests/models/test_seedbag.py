@@ -66,3 +66,6 @@ def test_the_mlp_is_five_networks_unless_told_one() -> None:
     assert isinstance(clf, SeedBag) and clf.n == 5 and clf.seed == 0
     assert isinstance(MLPDiagnoser(seeds=1, random_state=3)._make_classifier(), MLPClassifier)
     assert MLPDiagnoser(random_state=3)._make_classifier().seed == 3
+    x, y = noisy()
+    with pytest.raises(ValueError, match="at least 1"):
+        MLPDiagnoser(seeds=0)._make_classifier().fit(x, y)
