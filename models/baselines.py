@@ -227,6 +227,13 @@ class MLPDiagnoser(FeatureBaseline):
         )
         return net if self.seeds == 1 else SeedBag(net, self.seeds, self.random_state)  # SeedBag refuses < 1
 
+    def _set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        super()._set_state(meta, arrays)
+        # `seeds` says how many networks it holds: one saved before the parameter existed loads with its
+        # default, 5, yet holds one
+        for clf in self.classifiers_.values():
+            self.seeds = len(clf.estimators_) if isinstance(clf, SeedBag) else 1
+
 
 @register_model(
     "mnb",

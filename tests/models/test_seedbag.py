@@ -1,15 +1,20 @@
 from __future__ import annotations
 
+import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPClassifier
 
+from models.base import CONFIG_FILE, load_model
 from models.baselines import MLPDiagnoser
 from models.codec import decode, encode
 from models.seedbag import SeedBag
+
+from .conftest import LabData
 
 
 def noisy(n: int = 300, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -69,3 +74,17 @@ def test_the_mlp_is_five_networks_unless_told_one() -> None:
     x, y = noisy()
     with pytest.raises(ValueError, match="at least 1"):
         MLPDiagnoser(seeds=0)._make_classifier().fit(x, y)
+
+
+def test_an_mlp_saved_before_seeds_loads_as_the_one_network_it_holds(tiny: LabData, tmp_path: Path) -> None:
+    old = MLPDiagnoser(seeds=1, max_iter=20).fit(tiny.X, tiny.y)
+    old.save(tmp_path / "old")
+    config = json.loads((tmp_path / "old" / CONFIG_FILE).read_text())
+    del config["params"]["seeds"]  # as written before the parameter existed
+    (tmp_path / "old" / CONFIG_FILE).write_text(json.dumps(config))
+    back = load_model(tmp_path / "old")
+    assert back.get_params()["seeds"] == 1
+    for a, b in zip(back.predict_proba(tiny.X), old.predict_proba(tiny.X), strict=True):
+        assert all(np.array_equal(a[c], b[c]) for c in a)
+    bag = MLPDiagnoser(seeds=2, max_iter=20).fit(tiny.X, tiny.y)
+    assert load_model(bag.save(tmp_path / "bag")).get_params()["seeds"] == 2
