@@ -95,7 +95,9 @@ class TrainConfig:
     # 849e9ad; 0.918 / 0.925 against 0.912 / 0.924 at {"cluster": 1}). The mlp on every kind: 0.912 / 0.915.
     # Heavier on disks, fresh networks on fbbb54b: 0.937 / 0.935 at 1, 0.939 / 0.934 at 1.5, 0.940 / 0.933
     # at 2 (fold 1's held-out hot spots 0.98 -> 0.93), a wash; in distribution +3 bundles of 400 on the
-    # standard champion, none on the quick one's 200.
+    # standard champion, none on the quick one's 200. Those figures are one network's; since 5b924ff the
+    # mlp is five seeds averaged (models.seedbag: one network's false calls on healthy disks moved 1-31
+    # of 400 bundles with its seed), leave-one-cause-out not yet read again on it.
     kind_members: dict[str, dict[str, float]] = field(default_factory=lambda: {"disk": {"mlp": 1.0}})
     # The served scores are calibrated per component kind on the validation bundles (models.calibration):
     # temperature (the default: it never changes a verdict) | isotonic | auto | none. Isotonic maps and
