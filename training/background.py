@@ -74,7 +74,7 @@ def fit_baselines(names: Sequence[str], train: Path, val: Path, out: Path) -> di
     X, y = _dataset(train)
     Xv, yv = _dataset(val)
     fit_s = {}
-    with _one_thread():
+    with one_thread():
         for name in names:
             t0 = time.perf_counter()
             fit_and_score(name, {}, X, y, Xv, yv, out / name)
@@ -96,7 +96,7 @@ def refit_curve(
     """training.curve.learning_curve on the datasets of these folders (its bar on the worker's stderr,
     which is the run's)."""
     (X, y), (Xv, yv), (Xt, yt) = _dataset(train), _dataset(val), _dataset(test)
-    with _one_thread():
+    with one_thread():
         return learning_curve(best, best_exact, X, y, Xv, yv, Xt, yt, fractions, seed, out, progress)
 
 
@@ -121,7 +121,7 @@ def _hold() -> None:
 
 
 @contextmanager
-def _one_thread() -> Iterator[None]:
+def one_thread() -> Iterator[None]:
     """torch and the BLAS libraries on one thread for the block, in the worker or inline alike."""
     import torch
     from threadpoolctl import threadpool_limits

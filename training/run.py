@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from data.sources import BUNDLES
@@ -32,7 +31,7 @@ from models.metrics import exact_match
 from models.registry import create_model
 from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
-from training.background import background, fit_baselines, refit_curve
+from training.background import background, fit_baselines, one_thread, refit_curve
 from training.config import TrainConfig
 from training.datasets import DatasetSpec, build, bundle_count, combine, load_dataset
 from training.fitting import Labels
@@ -175,10 +174,10 @@ def served_ensemble(
     calibrated on the validation bundles `val` unless `cfg.calibration` is "none", with the
     out-of-distribution check (models.ood: ranges from X, threshold from `val`) beside the maps."""
     extra = sorted({name for by_name in cfg.kind_members.values() for name in by_name})
-    # on one BLAS thread, as the baselines' worker fits (training.background): the summation order of
-    # two threads moved the mlp's fit to another minimum, and the served model must be the same on any
+    # on one thread, as the baselines' worker fits (training.background): the summation order of two
+    # BLAS threads moved the mlp's fit to another minimum, and the served model must be the same on any
     # machine's core count
-    with threadpool_limits(1):
+    with one_thread():
         fitted = [create_model(name).fit(X, y) for name in (*cfg.priors, *extra)]
     k = len(members)
 

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from training.background import InlineExecutor, _one_thread, background
+from training.background import InlineExecutor, background, one_thread
 
 
 def _worker_state() -> tuple[int, int, int]:
     from models.features import bundle_features
     from models.rules_margins import named_margins
 
-    with _one_thread():
+    with one_thread():
         import torch
 
         threads = torch.get_num_threads()
@@ -36,7 +36,7 @@ def test_one_thread_is_given_back() -> None:
     import torch
 
     before = torch.get_num_threads()
-    with _one_thread():
+    with one_thread():
         assert torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
 
