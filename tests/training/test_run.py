@@ -98,8 +98,8 @@ def test_smoke_training_registers_a_champion(trained: tuple[Settings, Trained]) 
     ens = served.base_
     assert isinstance(ens, EnsembleDiagnoser) and [m.name for m in ens.models_[-2:]] == ["rules", "mlp"]
     k = len(ens.models_) - 2
-    assert list(ens.weights) == [1.0 / k] * k + [0.5, 0.0]  # the CNNs weigh 1 in all, the rules 0.5
-    assert ens.kind_weights["disk"] == [1.0 / k] * k + [0.5, 1.0]  # the mlp votes on disks only
+    assert list(ens.weights) == [1.0 / k] * k + [1.0, 0.0]  # the CNNs weigh 1 in all, the rules prior_weight
+    assert ens.kind_weights["disk"] == [1.0 / k] * k + [1.0, 1.0]  # the rules 1 on disks, the mlp there only
     text = done.report.read_text()
     assert served.conformal_  # and the calibration scores behind its review sets travelled with it
     sections = ("## Field test set", "## Per-fault recall", "## Calibration", "## Needs review", "## Never seen this",
@@ -238,14 +238,14 @@ def test_served_ensemble_weighs_the_priors_per_kind() -> None:
     assert isinstance(ens, EnsembleDiagnoser)
     assert list(ens.weights) == [0.5, 0.5, 0.5] and ens.kind_weights == {"cluster": [0.5, 0.5, 2.0]}
     # the default make run trains with: the rules weigh 1.5 times the CNNs on clusters, as the CNNs on
-    # hosts and NICs, twice on disk groups, half elsewhere, and the mlp votes on disks only, as the CNNs
+    # hosts and NICs and on disks, twice on disk groups, and the mlp votes on disks only, as the CNNs
     default = served_ensemble(members, TrainConfig(lab=2, varied=0, calibration="none"), X, y, (X, y))
     assert isinstance(default, EnsembleDiagnoser) and [m.name for m in default.models_] == [
         "rules", "rules", "rules", "mlp"
     ]  # fmt: skip
-    assert list(default.weights) == [0.5, 0.5, 0.5, 0.0]
+    assert list(default.weights) == [0.5, 0.5, 1.0, 0.0]
     assert default.kind_weights == {
-        "cluster": [0.5, 0.5, 1.5, 0.0], "disk": [0.5, 0.5, 0.5, 1.0], "diskgroup": [0.5, 0.5, 2.0, 0.0],
+        "cluster": [0.5, 0.5, 1.5, 0.0], "disk": [0.5, 0.5, 1.0, 1.0], "diskgroup": [0.5, 0.5, 2.0, 0.0],
         "host": [0.5, 0.5, 1.0, 0.0], "nic": [0.5, 0.5, 1.0, 0.0],
     }  # fmt: skip
     # the two CNN stand-ins are one model: their 0.5 + 0.5 is one whole vote of it
@@ -253,7 +253,7 @@ def test_served_ensemble_weighs_the_priors_per_kind() -> None:
     served = default.predict_proba(X)
     for b, bt in enumerate(X):  # a disk's scores: the weighted average; a NIC's leave the mlp out
         d, n = bt.kinds["disk"].ids[0], bt.kinds["nic"].ids[0]
-        assert np.allclose(served[b][d], (cnn[b][d] + 0.5 * rules[b][d] + mlp[b][d]) / 2.5)
+        assert np.allclose(served[b][d], (cnn[b][d] + rules[b][d] + mlp[b][d]) / 3.0)
         assert np.allclose(served[b][n], (cnn[b][n] + rules[b][n]) / 2.0)
         g = bt.kinds["diskgroup"].ids[0]  # a disk group's: the rules twice the CNNs
         assert np.allclose(served[b][g], (cnn[b][g] + 2.0 * rules[b][g]) / 3.0)
