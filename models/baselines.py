@@ -230,9 +230,10 @@ class MLPDiagnoser(FeatureBaseline):
     def _set_state(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
         super()._set_state(meta, arrays)
         # `seeds` says how many networks it holds: one saved before the parameter existed loads with its
-        # default, 5, yet holds one
-        for clf in self.classifiers_.values():
-            self.seeds = len(clf.estimators_) if isinstance(clf, SeedBag) else 1
+        # default, 5, yet holds one. Every kind's classifier is one _make_classifier's, so one tells.
+        held = next(iter(self.classifiers_.values()), None)
+        if held is not None:
+            self.seeds = len(held.estimators_) if isinstance(held, SeedBag) else 1
 
 
 @register_model(
