@@ -8,6 +8,12 @@ beside the fault that explains it. Both generators written from the spec by othe
 the diagnosis. `alone` weighs the cluster's under-driven score by how healthy the rest of the bundle
 reads (its least healthy component's `none` score) and renormalises: with nothing else suspect the
 scores stand, with another component called faulty at p the under-driven score is scaled by 1 - p.
+
+`counted`: where an engineer captured vscsiStats, it counts the I/Os each virtual disk holds outstanding
+(faults.md's "threads per disk"). The rules read that count (models.rules_thresholds, disk_oio_max); the
+learnt members never see it (models.features.RULES_ONLY_STATIC) and still call a cluster whose VMs hold
+6-12 I/Os in flight under-driven, which one thread on 6-12 disks and three on 2-4 both read. A count of
+three or more a disk is a benchmark driven as it should be: no member's under-driven score stands there.
 """
 
 from __future__ import annotations
@@ -17,6 +23,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from models.base import Proba
+from models.rules_read import static
+from models.rules_thresholds import THRESHOLDS
+from pipeline.tensors import BundleTensors
 from vsandx.components import kind_of
 from vsandx.faults import LABELS, NONE
 
@@ -39,6 +48,31 @@ def alone(probs: Proba, faults: Sequence[str] = ALONE) -> Proba:
             continue
         q = np.array(p, dtype=np.float64)
         q[idx] *= healthy
+        total = q.sum()
+        out[cid] = q / total if total > 0 else p
+    return out
+
+
+def threads_counted(bt: BundleTensors) -> float:
+    """vscsiStats' outstanding I/Os per virtual disk in this bundle (NaN where no capture was read)."""
+    kt = bt.kinds.get("cluster")
+    if kt is None or not len(kt.ids):
+        return float("nan")
+    return float(static(kt, "vm_disk_oio")[0])
+
+
+def counted(probs: Proba, threads: float, most: float = THRESHOLDS["disk_oio_max"]) -> Proba:
+    """One bundle's scores with cluster.low_oio taken away where vscsiStats counted more than `most`
+    outstanding I/Os a virtual disk (`threads`: threads_counted; NaN, no capture, leaves them)."""
+    if not threads > most:  # NaN too
+        return probs
+    idx = LABELS.index("cluster.low_oio")
+    out = dict(probs)
+    for cid, p in probs.items():
+        if kind_of(cid) != "cluster":
+            continue
+        q = np.array(p, dtype=np.float64)
+        q[idx] = 0.0
         total = q.sum()
         out[cid] = q / total if total > 0 else p
     return out

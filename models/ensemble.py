@@ -1,7 +1,8 @@
 """An ensemble of fitted diagnosers: the (weighted) average of their probabilities (the sweep's top-k
 CNNs, and the expert rules beside them as a prior, training.run.served_ensemble).
 
-An under-driven cluster stands only where the rest of the bundle reads healthy (`alone`, models.alone).
+An under-driven cluster stands only where the rest of the bundle reads healthy (`alone`, models.alone),
+and not where vscsiStats counted three or more I/Os outstanding a virtual disk (`counted`, models.alone).
 
 A kind may weigh the members differently (`kind_weights`): the expert rules generalise better than the
 CNNs to under-driven clusters a held-out cause renders, not to every kind (README, "Where accuracy stands").
@@ -19,7 +20,7 @@ from typing import Any, Self
 
 import numpy as np
 
-from models.alone import ALONE, alone
+from models.alone import ALONE, alone, counted, threads_counted
 from models.base import Diagnoser, Labels, Proba, check_Xy
 from models.estimator import check_is_fitted
 from models.features import hold_features
@@ -94,7 +95,7 @@ class EnsembleDiagnoser(Diagnoser):
                 )
                 for cid in ids
             }
-            out.append(alone(avg, self.alone))
+            out.append(counted(alone(avg, self.alone), threads_counted(X[b])))
         return out
 
     def _checked(self, weights: Sequence[float]) -> np.ndarray:
