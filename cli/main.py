@@ -36,7 +36,7 @@ LEVELS = ("critical", "error", "warning", "info", "debug")
 TRAIN_PRESETS = """defaults, by preset (training.run.TrainConfig.preset):
   preset  --lab  --varied  --focus  --val  --test  --samples  --families                --seed  --sweep-minutes --source
   smoke      24        8        4      8      8          2  cnn_small                     0       0             -
-  quick     200      200       40    100    200          4  cnn_small                     0       0             -
+  quick     200      200       40    100    200          2  cnn_small                     0       0             -
   standard  200      800      100    200    400          2  cnn_small,cnn_base            0      18             -
   full     5000     2000      250    600   1000         16  cnn_small,cnn_base,cnn_deep  0       0             -
 (--focus: field bundles drawn only through the hot spot's causes; --sweep-minutes 0: no deadline;
@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     size = tr.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="small sweep, all baselines, the report (minutes)")
+    size.add_argument("--quick", action="store_true", help="2 trials of 3 networks, all baselines, the report")
     size.add_argument(
         "--standard", action="store_true", help="more field bundles, two families, 16 epochs, 3 networks a trial"
     )
