@@ -40,14 +40,17 @@ def alone(probs: Proba, faults: Sequence[str] = ALONE) -> Proba:
     rest = [float(p[_NONE]) for cid, p in probs.items() if kind_of(cid) != "cluster"]
     if not rest:
         return probs
-    healthy = min(rest)
-    idx = [LABELS.index(f) for f in faults]
+    return _scaled(probs, [LABELS.index(f) for f in faults], min(rest))
+
+
+def _scaled(probs: Proba, idx: Sequence[int], by: float) -> Proba:
+    """The cluster components' scores at `idx` scaled by `by`, each renormalised; the rest as they were."""
     out = dict(probs)
     for cid, p in probs.items():
         if kind_of(cid) != "cluster":
             continue
         q = np.array(p, dtype=np.float64)
-        q[idx] *= healthy
+        q[list(idx)] *= by
         total = q.sum()
         out[cid] = q / total if total > 0 else p
     return out
@@ -66,13 +69,4 @@ def counted(probs: Proba, threads: float, most: float = THRESHOLDS["disk_oio_max
     outstanding I/Os a virtual disk (`threads`: threads_counted; NaN, no capture, leaves them)."""
     if not threads > most:  # NaN too
         return probs
-    idx = LABELS.index("cluster.low_oio")
-    out = dict(probs)
-    for cid, p in probs.items():
-        if kind_of(cid) != "cluster":
-            continue
-        q = np.array(p, dtype=np.float64)
-        q[idx] = 0.0
-        total = q.sum()
-        out[cid] = q / total if total > 0 else p
-    return out
+    return _scaled(probs, [LABELS.index("cluster.low_oio")], 0.0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from models.registry import model_entry
 from training.config import TrainConfig
 
 
@@ -18,6 +19,17 @@ def test_presets_grow_from_smoke_to_full() -> None:
     assert 0 < standard.sweep_minutes * len(standard.families) <= 40
     for c in (smoke, quick, standard, full):
         assert c.priors == ("rules",) and c.calibration == "temperature"
+
+
+def test_every_presets_fixed_hyperparameters_resolve_for_its_families() -> None:
+    """What a newcomer's `make run` meets first (the quick preset): a misspelt override would fail only
+    minutes into the sweep. The quick and standard trials average three networks each (seeds=3)."""
+    for name in ("smoke", "quick", "standard", "full"):
+        c = TrainConfig.preset(name)
+        for family in c.families:
+            assert model_entry(family).config(**c.overrides), (name, family)
+    quick, standard = TrainConfig.preset("quick"), TrainConfig.preset("standard")
+    assert quick.overrides["seeds"] == standard.overrides["seeds"] == 3 and quick.samples == 2
 
 
 def test_refused_configurations() -> None:
