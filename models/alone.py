@@ -13,16 +13,18 @@ scores stand, with another component called faulty at p the under-driven score i
 (faults.md's "threads per disk"). The rules read that count (models.rules_thresholds, disk_oio_max); the
 learnt members never see it (models.features.RULES_ONLY_STATIC) and still call a cluster whose VMs hold
 6-12 I/Os in flight under-driven, which one thread on 6-12 disks and three on 2-4 both read. A count of
-three or more a disk is a benchmark driven as it should be: no member's under-driven score stands there.
+three or more a disk is a benchmark driven as it should be, and one between one thread's whole 1 and two
+threads' near 2 an open stream (a benchmark paced at its rate): no member's under-driven score stands there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from models.base import Proba
+from models.rules_margins import no_thread_count
 from models.rules_read import static
 from models.rules_thresholds import THRESHOLDS
 from pipeline.tensors import BundleTensors
@@ -64,9 +66,10 @@ def threads_counted(bt: BundleTensors) -> float:
     return float(static(kt, "vm_disk_oio")[0])
 
 
-def counted(probs: Proba, threads: float, most: float = THRESHOLDS["disk_oio_max"]) -> Proba:
-    """One bundle's scores with cluster.low_oio taken away where vscsiStats counted more than `most`
-    outstanding I/Os a virtual disk (`threads`: threads_counted; NaN, no capture, leaves them)."""
-    if not threads > most:  # NaN too
+def counted(probs: Proba, threads: float, th: Mapping[str, float] = THRESHOLDS) -> Proba:
+    """One bundle's scores with cluster.low_oio taken away where vscsiStats' count rules out one or two
+    threads a disk (`threads`: threads_counted; NaN, no capture, leaves them): more than three, or a
+    count between one thread's and two's (models.rules_margins.no_thread_count)."""
+    if not no_thread_count(np.array([threads]), th)[0]:
         return probs
     return _scaled(probs, [LABELS.index("cluster.low_oio")], 0.0)

@@ -26,7 +26,7 @@ from models.rules_evidence import Evidence, bundle_evidence
 from models.rules_thresholds import THRESHOLDS
 from pipeline.tensors import BundleTensors
 
-__all__ = ["CAP", "THRESHOLDS", "named_margins", "rule_margins"]
+__all__ = ["CAP", "THRESHOLDS", "named_margins", "no_thread_count", "open_stream", "rule_margins"]
 
 CAP: Final = 4.0  # margins are clipped to +-CAP (log2: 16x past or short of a threshold)
 
@@ -100,6 +100,19 @@ def _at_link_rate(mbs: np.ndarray, th: Mapping[str, float]) -> np.ndarray:
     distance, a canonical 117 MB/s sat a hair under 125 and the rule barely fired)."""
     at = _band(mbs, th["gbe_floor_mbs"], th["gbe_top_mbs"]) | _band(mbs, th["fe_floor_mbs"], th["fe_top_mbs"])
     return gate(np.where(np.isnan(mbs), np.nan, at))
+
+
+def open_stream(disk_oio: np.ndarray, th: Mapping[str, float]) -> np.ndarray:
+    """Where vscsiStats' outstanding I/Os per virtual disk (NaN: no capture) read between one thread's
+    whole 1 and two threads' near 2: over half the I/Os went out alone, but not all (a paced stream)."""
+    with np.errstate(invalid="ignore"):
+        return (disk_oio > th["disk_oio_lone_max"]) & (disk_oio < th["disk_oio_pair_min"])
+
+
+def no_thread_count(disk_oio: np.ndarray, th: Mapping[str, float]) -> np.ndarray:
+    """Where a capture rules out faults.md's one or two threads a disk: three and more, or an open stream."""
+    with np.errstate(invalid="ignore"):
+        return (disk_oio > th["disk_oio_max"]) | open_stream(disk_oio, th)
 
 
 def _pos(m: np.ndarray) -> np.ndarray:
@@ -225,6 +238,8 @@ def rule_margins(bt: BundleTensors, th: Mapping[str, float], ev: Evidence | None
         per_vm = all_of(up(c["oio_per_vm"], th["oio_per_vm_min"]), down(c["oio_per_vm"], th["oio_per_vm_max"]))
         under = (
             np.where(np.isnan(c["disk_oio"]), per_vm, down(c["disk_oio"], th["disk_oio_max"])),
+            # a count between one thread's and two's is an open stream's, no thread count: a veto
+            np.where(open_stream(c["disk_oio"], th), -CAP, np.nan),
             # a thread holds its I/O in flight all the time (Little's law): VMs holding under half of one
             # are paced, whatever a capture counts (a guest paced at a low rate reads 1 a disk there too)
             veto_under(c["oio_per_vm"], th["oio_per_vm_min"]),

@@ -1,6 +1,7 @@
 """An under-driven cluster stands only where the rest of the bundle reads healthy (faults.md: "no
 congestion, no errors anywhere"): models.alone weighs its score by the least healthy other component.
-Nor where vscsiStats counted three or more I/Os outstanding a virtual disk (`counted`)."""
+Nor where vscsiStats counted three or more I/Os outstanding a virtual disk, or a count between one
+thread's and two's (`counted`)."""
 
 from __future__ import annotations
 
@@ -69,8 +70,18 @@ def test_three_threads_counted_a_disk_take_the_under_driven_call_away() -> None:
     assert c[OIO] == 0.0 and np.isclose(c.sum(), 1.0)
     assert np.isclose(c[RESYNC] / c[0], 0.1 / 0.2)  # the rest keep their ratio
     assert np.allclose(out["disk:esx-01/naa.1"], probs["disk:esx-01/naa.1"])
-    for threads in (1.0, 2.5, 3.0, float("nan")):  # faults.md's one or two threads, and no capture
+    for threads in (1.0, 1.04, 1.5, 1.96, 2.5, 3.0, float("nan")):  # faults.md's one or two threads, no capture
         assert counted(probs, threads) is probs, threads
+
+
+def test_a_count_between_one_thread_and_two_is_an_open_stream() -> None:
+    """One thread's I/O never finds another out (1.000 a disk), two threads' nearly always (1.95): a median
+    between, most I/Os alone but some beside others, is a stream paced at its rate (a Poisson count of
+    others out: 1.11 where it holds 0.2 in flight), no thread count, so no under-driven call stands."""
+    probs = _bundle(disk_none=1.0)
+    for threads in (1.06, 1.113, 1.3, 1.49):
+        c = counted(probs, threads)["cluster"]
+        assert c[OIO] == 0.0 and np.isclose(c.sum(), 1.0), threads
 
 
 def _with_count(bt: BundleTensors, threads: float | None) -> BundleTensors:
@@ -95,3 +106,5 @@ def test_the_served_ensemble_heeds_the_count() -> None:
     plain = ens.predict_proba([bare])[0][cid]
     assert np.allclose(plain, rules.predict_proba([bare])[0][cid]) and plain[OIO] > 0
     assert ens.predict_proba([three])[0][cid][OIO] == 0.0
+    assert ens.predict_proba([_with_count(bt, 1.113)])[0][cid][OIO] == 0.0  # a paced stream's count
+    assert ens.predict_proba([_with_count(bt, 1.0)])[0][cid][OIO] > 0  # one thread's

@@ -9,7 +9,7 @@ import pytest
 from data.simulate.archive import tar_bytes
 from data.simulate.generate import simulate_bundle
 from models.rules_evidence import bundle_evidence
-from models.rules_margins import THRESHOLDS, rule_margins
+from models.rules_margins import CAP, THRESHOLDS, no_thread_count, rule_margins
 from models.rules_read import mtu_below_peers
 from pipeline import load_bundle
 from pipeline.channels import KIND_STATIC
@@ -229,7 +229,7 @@ def test_a_hot_spot_serves_more_than_its_siblings() -> None:
     training bundles)."""
     bt, _ = _bundle("disk.hotspot", "narrow_lba", 0)
     assert _hot(bt, read_ms=0.4, read_vs_peers=4.3, iops_vs_peers=16.7) > 0.5  # few reads, busy: fires
-    assert _hot(bt, read_ms=0.4, read_vs_peers=4.3, iops_vs_peers=1.5) < 0  # as slow, not busier: no
+    assert _hot(bt, read_ms=0.4, read_vs_peers=4.3, iops_vs_peers=1.2) < 0  # as slow, not busier: no
     assert _hot(bt, read_ms=0.9, read_vs_peers=4.5, iops_vs_peers=0.02) < 0  # slow and idle: no
     assert _hot(bt, read_ms=2.0, read_vs_peers=10.0, iops_vs_peers=1.2) > 1.0  # the canonical one
     assert _hot(bt, read_ms=2.0, read_vs_peers=10.0, iops_vs_peers=np.nan) > 1.0  # rate not collected
@@ -245,10 +245,21 @@ def test_a_hot_spot_serving_its_siblings_rate_fires_at_three_times_their_latency
     assert _hot(bt, read_ms=0.69, read_vs_peers=3.66, iops_vs_peers=1.87) > 0.25
     assert _hot(bt, read_ms=0.63, read_vs_peers=3.83, iops_vs_peers=1.18) > 0.2
     assert _hot(bt, read_ms=0.68, read_vs_peers=3.96, iops_vs_peers=0.67) < 0  # slower to serve: no
-    assert _hot(bt, read_ms=0.69, read_vs_peers=2.8, iops_vs_peers=1.87) < 0  # under 3x: no
-    assert _hot(bt, read_ms=0.45, read_vs_peers=3.66, iops_vs_peers=1.87) < 0  # under 0.5 ms: no
+    assert _hot(bt, read_ms=0.69, read_vs_peers=2.8, iops_vs_peers=1.18) < 0  # under 3x: no
+    assert _hot(bt, read_ms=0.45, read_vs_peers=3.66, iops_vs_peers=1.18) < 0  # under 0.5 ms: no
     # no read latency collected: the rate alone is no finding
     assert _hot(bt, read_ms=np.nan, read_vs_peers=np.nan, iops_vs_peers=1.01) < 0
+
+
+def test_a_mild_hot_spot_fires_at_twice_its_siblings_latency_serving_half_again_their_rate() -> None:
+    """The few-outstanding-reads route at half again the siblings' I/O rate (it was three times): the
+    outsider's mild dedup hot spot (seed 2, bundle 67) read 0.51 ms at 2.05x its siblings, serving 1.8x,
+    and went unfound. A device at its siblings' rate, or under twice their latency, stays unreported."""
+    bt, _ = _bundle("disk.hotspot", "narrow_lba", 0)
+    assert _hot(bt, read_ms=0.507, read_vs_peers=2.05, iops_vs_peers=1.81) > 0
+    assert _hot(bt, read_ms=0.507, read_vs_peers=2.05, iops_vs_peers=1.2) < 0
+    assert _hot(bt, read_ms=0.507, read_vs_peers=1.8, iops_vs_peers=1.81) < 0
+    assert _hot(bt, read_ms=0.18, read_vs_peers=2.05, iops_vs_peers=1.81) < 0  # faults.md's siblings' own
 
 
 def test_a_hot_spot_may_serve_fewer_ios_than_its_siblings() -> None:
@@ -634,6 +645,19 @@ def test_vscsistats_threads_per_disk_decide_where_captured() -> None:
     assert margin(np.nan, oio_per_vm=40.0) < 0 and margin(1.0, oio_per_vm=40.0) > 0
     assert margin(1.0, oio_per_vm=0.2) < 0 and margin(2.0, oio_per_vm=0.2) < 0  # paced, whatever the capture
     assert margin(1.0, oio_per_vm=1.0) == margin(1.0, oio_per_vm=4.0) > 0  # past half an I/O: no say
+
+
+def test_a_count_between_one_thread_and_two_vetoes_the_under_driven_rule() -> None:
+    """One thread's I/O never finds another out (its disks read 1.000), two threads' nearly always (1.95):
+    a capture's median between, over half the I/Os alone but not all, is an open stream (the paced
+    HCIBench of the quick preset's validation set read 1.113 and was called under-driven), so it vetoes
+    the finding outright; one thread with a stray guest I/O (1.04) and two threads keep it."""
+    bt, _ = _bundle("cluster.low_oio", "one_thread", 0)
+    for disk_oio in (1.0, 1.04, 1.5, 1.96, 2.5):
+        assert _low_oio_margin(bt, disk_oio=disk_oio) > 0, disk_oio
+    for disk_oio in (1.06, 1.113, 1.3, 1.49):
+        assert _low_oio_margin(bt, disk_oio=disk_oio) == -CAP, disk_oio
+    assert not no_thread_count(np.array([np.nan]), THRESHOLDS)[0]  # no capture: no say
 
 
 def test_an_mtu_1500_port_is_read_off_its_frames_where_nicinfo_is_missing() -> None:
