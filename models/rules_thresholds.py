@@ -185,12 +185,12 @@ THRESHOLDS: Final[dict[str, float]] = {
     # between I/Os lets some go out alone). A median between, over half the I/Os alone but not all, is
     # no thread count: an open stream (a benchmark paced at its io-rate, an application), each I/O
     # finding a Poisson count of others out (at a rate holding 0.2 in flight, 18 % go out beside one:
-    # 1.11). The simulator's 34 captured under-driven clusters of the standard preset's sets and the
-    # outsider's read 1.000, 1.95-1.96 and 2.51, none between 1.05 and 1.5; its healthy clusters read
+    # 1.11). The 34 captured under-driven clusters of the standard preset's sets (33) and the
+    # outsider's read 1.000, 1.95-1.96 and 2.51, none between 1.05 and 1.5; the healthy clusters read
     # 1.001-3.7, the paced HCIBench of the quick preset's validation set (bundle 16, called under-driven)
     # 1.113. 1.05 leaves one thread's disks room for a stray I/O of the guest's own (9 % beside another).
     # Not whole everywhere: the count is a median over a cluster's disks, and leave-one-cause-out's fold-1
-    # test set holds a two-thread cluster at 1.24 (of 48 captured; the rest 1.95-1.96), which the band loses
+    # test set holds a two-thread cluster at 1.24 (of 35 captured; the rest 1.95-1.96), which the band loses
     # (the rules' held-out under-driven 108 -> 107 of 133; README, "A thread count is whole").
     "disk_oio_lone_max": 1.05,
     "disk_oio_pair_min": 1.5,
