@@ -199,8 +199,15 @@ def write_report(res: Results, folder: Path) -> Path:
                 "family) before their last epoch and are scored on their best epoch so far.",
                 "",
             ]
+        skipped = sum(1 for t in res.trials if t.get("late_start"))
+        if skipped:
+            lines += [
+                f"{skipped} started with under a quarter of the sweep's time left, after another trial had "
+                "saved a model, and trained nothing.",
+                "",
+            ]
         for key, log in (("epochs", False), ("lr", True), ("issue_rate", False)):
-            if _scatter(res.trials, key, folder / f"sweep_{key}.png", log):
+            if _scatter([t for t in res.trials if not t.get("late_start")], key, folder / f"sweep_{key}.png", log):
                 lines.append(f"![accuracy vs {key}](sweep_{key}.png)")
     path = folder / "report.md"
     path.write_text("\n".join(lines) + "\n")

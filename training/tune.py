@@ -12,7 +12,8 @@ A trial that Ray's out-of-memory killer ends stops that run of trials, not the t
 that finished are kept, and the ones left (the killed trial's config first) run again one at a time. A
 sweep none of whose trials finish raises SweepFailed, saying why and what to change. A sweep with a
 budget (`budget_s`) gives its trials a deadline: each stops training before an epoch would end past it
-and is scored on its best epoch so far (`out_of_time`).
+and is scored on its best epoch so far (`out_of_time`); one that starts with under a quarter of the
+budget left, where another has saved a model, trains nothing (`late_start`, sweep_results.started_late).
 """
 
 from __future__ import annotations
@@ -49,7 +50,17 @@ from training.sweep_memory import (
     release_freed,
     sweep_concurrency,
 )
-from training.sweep_results import METRIC, Row, SweepSpec, TrialOutcome, first_line, outcomes, registry_point
+from training.sweep_results import (
+    LATE_SHARE,
+    METRIC,
+    Row,
+    SweepSpec,
+    TrialOutcome,
+    first_line,
+    outcomes,
+    registry_point,
+    started_late,
+)
 
 GPU_SHARE = 0.25  # of one GPU, a trial's
 
@@ -72,8 +83,14 @@ def ray_space(space: Mapping[str, tuple[Any, ...]]) -> dict[str, Any]:
     return out
 
 
-def _trial(config: dict[str, Any], model: str, data: Datasets, out_dir: str, deadline: float | None) -> None:
+def _trial(
+    config: dict[str, Any], model: str, data: Datasets, out_dir: str, deadline: float | None, start_by: float | None
+) -> None:
     torch.set_num_threads(1)  # the trial holds one CPU; more threads only fight the other trials
+    trial_id = tune.get_context().get_trial_id()
+    if started_late(trial_id, Path(out_dir), start_by, time.time()):
+        tune.report({METRIC: 0.0, "epoch": 1.0, "late_start": 1.0})  # no model: selection passes it by
+        return
     # `data` comes from Ray's object store: its arrays are read-only views of memory every trial shares
     warnings.filterwarnings("ignore", "The given NumPy array is not writable", UserWarning)
     params = dict(config)
@@ -84,7 +101,7 @@ def _trial(config: dict[str, Any], model: str, data: Datasets, out_dir: str, dea
     def report(record: Mapping[str, float]) -> None:
         tune.report({k: float(v) for k, v in record.items() if isinstance(v, int | float)})
 
-    folder = Path(out_dir) / tune.get_context().get_trial_id()
+    folder = Path(out_dir) / trial_id
     fit_and_score(model, params, X, y, Xv, yv, folder, on_epoch=report, deadline=deadline)
 
 
@@ -218,6 +235,7 @@ def _sweep(
 ) -> list[TrialOutcome]:
     gpu = GPU_SHARE if torch.cuda.is_available() else 0.0
     deadline = time.time() + spec.budget_s if spec.budget_s > 0 else None
+    start_by = None if deadline is None else deadline - LATE_SHARE * spec.budget_s
     trainable = tune.with_resources(
         # The training and validation sets go into Ray's object store once, here, and every trial maps
         # the same arrays; no name keeps this process's copy, freed once stored. An absolute path:
@@ -228,6 +246,7 @@ def _sweep(
             data=(*load_dataset(folders[0]), *load_dataset(folders[1])),
             out_dir=str(out_dir.resolve()),
             deadline=deadline,
+            start_by=start_by,
         ),
         {"cpu": 1, "gpu": gpu},
     )

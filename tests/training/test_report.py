@@ -52,4 +52,7 @@ def test_the_report_says_which_trials_the_deadline_ended(tmp_path: Path) -> None
     assert "## Sweep: 2 trials" in text
     assert "1 of them reached the sweep's deadline (18 minutes a family)" in text
     on_time = write_report(Results({"sweep_minutes": 18}, [], trials[:1]), tmp_path / "b").read_text()
-    assert "deadline" not in on_time
+    assert "deadline" not in on_time and "trained nothing" not in on_time
+    late = [*trials, {"epochs": 16, "val_exact_match": 0.0, "late_start": 1.0}]
+    text = write_report(Results({"sweep_minutes": 18}, [], late), tmp_path / "c").read_text()
+    assert "1 started with under a quarter of the sweep's time left, after another trial had saved a model" in text

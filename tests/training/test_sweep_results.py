@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from models.registry import search_space
-from training.sweep_results import first_line, outcomes, registry_point
+from training.sweep_results import first_line, outcomes, registry_point, started_late
 
 
 def test_registry_point_is_the_family_recipe() -> None:
@@ -44,3 +44,18 @@ def test_first_line_leaves_tunes_header_out() -> None:
     error = "Failure # 1 (occurred at 2026-12-01)\n\n  ray.exceptions.RayTaskError: boom\nmore\n"
     assert first_line(error) == "ray.exceptions.RayTaskError: boom"
     assert first_line(ValueError("")) == "ValueError"
+
+
+def test_a_trial_that_starts_late_trains_only_where_its_sweep_saved_a_model(tmp_path: Path) -> None:
+    """Past `start_by` a trial trains nothing where another trial of its sweep (Tune's experiment prefix of
+    the trial id) saved a model; before it, without a deadline, or with no model of its own sweep saved
+    (another family's does not count), it trains, so that every sweep keeps one."""
+    (tmp_path / "c51c2_00000").mkdir()
+    (tmp_path / "c51c2_00000" / "config.json").write_text("{}")  # another sweep's model
+    (tmp_path / "c770c_00000").mkdir()  # this sweep's first trial, still training: no model yet
+    assert not started_late("c770c_00001", tmp_path, 100.0, 101.0)
+    (tmp_path / "c770c_00000" / "config.json").write_text("{}")
+    assert started_late("c770c_00001", tmp_path, 100.0, 101.0)
+    assert not started_late("c770c_00001", tmp_path, 100.0, 99.0)  # a quarter of the budget left, or more
+    assert not started_late("c770c_00001", tmp_path, None, 101.0)  # no budget
+    assert not started_late("00001", tmp_path, 100.0, 101.0)  # an id without an experiment prefix

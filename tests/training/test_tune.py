@@ -84,6 +84,22 @@ def test_a_sweep_budget_ends_its_trials_with_a_saved_model(data: tuple[Path, Pat
     assert out.folder is not None and (out.folder / "config.json").exists()
 
 
+def test_a_trial_that_starts_with_under_a_quarter_of_the_budget_left_trains_nothing(
+    data: tuple[Path, Path, Path],
+) -> None:
+    """Real Ray, one trial at a time and a budget already spent: the first trial trains its one epoch and
+    saves its model; the second starts past the deadline with that model saved and trains nothing (no
+    epoch, no model), where it used to run an epoch past the deadline for a score no ensemble keeps."""
+    root, train, val = data
+    spec = SweepSpec("cnn_small", num_samples=2, max_concurrent=1, overrides={"epochs": 3, "width": 16}, seed=7,
+                     budget_s=0.001)  # fmt: skip
+    out = run_sweep(spec, train, val, root / "late", progress=False)
+    trained, late = sorted(out, key=lambda o: o.folder is None)
+    assert trained.folder is not None and trained.metrics["out_of_time"] == 1.0
+    assert late.folder is None and late.metrics == {"val_exact_match": 0.0, "late_start": 1.0}
+    assert [h["epoch"] for h in late.history] == [1]
+
+
 def test_a_sweep_held_to_one_trial_at_a_time_runs_them_one_after_another(data: tuple[Path, Path, Path]) -> None:
     """Real Ray: Tune ignores max_concurrent_trials beside a search_alg that is no Searcher, so a sweep
     sized to one trial at a time for memory ran two at once on two CPUs and its out-of-memory killer
@@ -362,7 +378,7 @@ def test_trials_get_the_loaded_datasets_not_their_folders(
     run_sweep(SweepSpec("cnn_small", num_samples=1), train, val, root / "given", progress=False)
     X, y, Xv, yv = trainables[0].keywords["data"]
     assert (len(X), len(Xv)) == (16, 4) and y == load_dataset(train)[1] and yv == load_dataset(val)[1]
-    assert set(trainables[0].keywords) == {"model", "data", "out_dir", "deadline"}
+    assert set(trainables[0].keywords) == {"model", "data", "out_dir", "deadline", "start_by"}
 
 
 class _Empty:
