@@ -192,20 +192,14 @@ def write_report(res: Results, folder: Path) -> Path:
         lines += [f"| {c.bundles} | {_pct(c.exact_match)} | {c.fit_seconds:.0f} s |" for c in res.curve]
     if res.trials:
         lines += ["", f"## Sweep: {len(res.trials)} trials", ""]
-        late = sum(1 for t in res.trials if t.get("out_of_time"))
-        if late:
-            lines += [
-                f"{late} of them reached the sweep's deadline ({cfg.get('sweep_minutes', '?')} minutes a "
-                "family) before their last epoch and are scored on their best epoch so far.",
-                "",
-            ]
-        skipped = sum(1 for t in res.trials if t.get("late_start"))
-        if skipped:
-            lines += [
-                f"{skipped} started with under a quarter of the sweep's time left, after another trial had "
-                "saved a model, and trained nothing.",
-                "",
-            ]
+        for flag, what in (
+            ("out_of_time", f"of them reached the sweep's deadline ({cfg.get('sweep_minutes', '?')} minutes a "
+                            "family) before their last epoch and are scored on their best epoch so far."),
+            ("late_start", "started with under a quarter of the sweep's time left, after another trial had "
+                           "saved a model, and trained nothing."),
+        ):  # fmt: skip
+            n = sum(1 for t in res.trials if t.get(flag))
+            lines += [f"{n} {what}", ""] if n else []
         for key, log in (("epochs", False), ("lr", True), ("issue_rate", False)):
             if _scatter([t for t in res.trials if not t.get("late_start")], key, folder / f"sweep_{key}.png", log):
                 lines.append(f"![accuracy vs {key}](sweep_{key}.png)")
