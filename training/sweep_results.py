@@ -94,8 +94,8 @@ def started_late(trial_id: str, out_dir: Path, start_by: float | None, now: floa
     (under LATE_SHARE of its sweep's budget left) and another trial of its sweep has saved a model in
     `out_dir` already, so the sweep still keeps one. Trained, it would run an epoch or two past the
     deadline at a validation score no ensemble keeps: the standard preset's second `cnn_base` trial, held
-    to one at a time for memory, started 61 s before its deadline and ended 4 min 15 s past it at 0.715
-    (its first 0.925), the run 1 h 06 min against its hour (2026-12-06)."""
+    to one at a time for memory, started about a minute before its deadline and ran 315 s for 0.715 (its
+    first 0.925): the sweep 19 min 25 s against a 15.1-minute share, the run 1 h 06 min (2026-12-06)."""
     if start_by is None or now <= start_by:
         return False
     sweep = trial_id.rpartition("_")[0]
