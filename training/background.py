@@ -92,12 +92,13 @@ def refit_curve(
     seed: int,
     out: Path,
     progress: bool = True,
+    deadline: float | None = None,
 ) -> list[CurvePoint]:
     """training.curve.learning_curve on the datasets of these folders (its bar on the worker's stderr,
     which is the run's)."""
     (X, y), (Xv, yv), (Xt, yt) = _dataset(train), _dataset(val), _dataset(test)
     with one_thread():
-        return learning_curve(best, best_exact, X, y, Xv, yv, Xt, yt, fractions, seed, out, progress)
+        return learning_curve(best, best_exact, X, y, Xv, yv, Xt, yt, fractions, seed, out, progress, deadline)
 
 
 _LOADED: dict[Path, Dataset] | None = None  # the worker's datasets, kept for its life (None: inline)

@@ -50,6 +50,7 @@ class CurvePoint:
     bundles: int
     exact_match: float
     fit_seconds: float
+    out_of_time: bool = False  # the refit reached the run's deadline: scored on its best epoch so far
 
 
 @dataclass
@@ -189,7 +190,15 @@ def write_report(res: Results, folder: Path) -> Path:
         _curve(res.curve, folder / "learning_curve.png")
         lines += ["", "## Learning curve and training time", "", "![learning curve](learning_curve.png)", ""]
         lines += ["| training bundles | exact match | training time |", "|---|---|---|"]
-        lines += [f"| {c.bundles} | {_pct(c.exact_match)} | {c.fit_seconds:.0f} s |" for c in res.curve]
+        lines += [
+            f"| {c.bundles} | {_pct(c.exact_match)} | {c.fit_seconds:.0f} s"
+            + (" (stopped at the run's deadline: its best epoch so far)" if c.out_of_time else "")
+            + " |"
+            for c in res.curve
+        ]
+        if left := sorted(set(cfg.get("curve", ())) - {c.fraction for c in res.curve}):
+            shares = ", ".join(f"{100 * f:g} %" for f in left)
+            lines += ["", f"Not refitted: {shares} of the training set (the run's deadline had passed)."]
     if res.trials:
         lines += ["", f"## Sweep: {len(res.trials)} trials", ""]
         for flag, what in (

@@ -33,6 +33,7 @@ from pipeline.config import PipelineConfig
 from pipeline.tensors import BundleTensors
 from training.background import background, fit_baselines, one_thread, refit_curve
 from training.config import TrainConfig
+from training.curve import curve_deadline
 from training.datasets import DatasetSpec, build, bundle_count, combine, load_dataset
 from training.fitting import Labels
 from training.model_card import model_card
@@ -245,7 +246,9 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
             f"{top[0].model} (best trial)", "cnn", members[0], Xt, yt, top[0].metrics.get("fit_seconds", 0)
         )
         curve_job = side.submit(
-            refit_curve, top[0], best.exact_match, train, val, test, cfg.curve, cfg.seed, out / "curve", progress
+            refit_curve,
+            *(top[0], best.exact_match, train, val, test, cfg.curve, cfg.seed, out / "curve", progress),
+            deadline=curve_deadline(cfg, started),
         )
         t0 = time.perf_counter()
         ensemble = served_ensemble(members, cfg, X, y, (Xv, yv))

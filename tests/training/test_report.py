@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from models.features import bundle_features
-from training.report import LATENCY_BUNDLES, Results, score_model, write_report
+from training.report import LATENCY_BUNDLES, CurvePoint, Results, score_model, write_report
 
 
 class Bundle:  # stands in for BundleTensors: the memo keys on identity
@@ -56,3 +56,15 @@ def test_the_report_says_which_trials_the_deadline_ended(tmp_path: Path) -> None
     late = [*trials, {"epochs": 16, "val_exact_match": 0.0, "late_start": 1.0}]
     text = write_report(Results({"sweep_minutes": 18}, [], late), tmp_path / "c").read_text()
     assert "1 started with under a quarter of the sweep's time left, after another trial had saved a model" in text
+
+
+def test_the_report_says_which_curve_refits_the_run_deadline_cut(tmp_path: Path) -> None:
+    """A refit stopped at the run's deadline is marked; a share whose refit never started is named."""
+    cut = [CurvePoint(0.5, 500, 0.9, 300.0, out_of_time=True), CurvePoint(1.0, 1000, 0.95, 900.0)]
+    text = write_report(Results({"curve": (0.5, 1.0)}, [], curve=cut), tmp_path / "a").read_text()
+    assert "| 500 | 90.0 % | 300 s (stopped at the run's deadline: its best epoch so far) |" in text
+    assert "Not refitted" not in text
+    left = [CurvePoint(1.0, 1000, 0.95, 900.0)]
+    text = write_report(Results({"curve": [0.25, 0.5, 1.0]}, [], curve=left), tmp_path / "b").read_text()
+    assert "Not refitted: 25 %, 50 % of the training set (the run's deadline had passed)." in text
+    assert "stopped at the run's deadline" not in text
