@@ -13,8 +13,9 @@ truth as an engineer's confirmation would label them, and added as `training.ret
 test set is that fold's held-out-cause bundles (seed 22), which no feedback bundle is. Datasets are
 shared with bench_generalise.py (same --data folder, same keys). `--combine` also scores ensembles of
 the members fitted at each step, written as in bench_generalise.py: the default is the served one
-(`cnn_small+rules*0.5`, what `vsandx train` serves and a retrain refits), scored when its members are
-among --models.
+(bench_generalise.served_combination, from training.config: `cnn_small+mlp*0@disk=1+rules*1@cluster=1.5
+@diskgroup=2@host=1@nic=1`, what `vsandx train` serves and a retrain refits), scored when its members
+are among --models.
 """
 
 from __future__ import annotations

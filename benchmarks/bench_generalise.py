@@ -223,6 +223,20 @@ def main() -> int:
     return 0
 
 
+def served_combination(cnn: str = "cnn_small") -> str:
+    """What `vsandx train` serves, as a --combine: `cnn` (the CNNs, 1), each kind member on its kind
+    only, each prior at training.config's weights."""
+    from training.config import TrainConfig
+
+    cfg, parts = TrainConfig(), [cnn]
+    for name in sorted({m for by_name in cfg.kind_members.values() for m in by_name}):
+        on = sorted((kind, by_name[name]) for kind, by_name in cfg.kind_members.items() if name in by_name)
+        parts.append(f"{name}*0" + "".join(f"@{kind}={w:g}" for kind, w in on))
+    kinds = "".join(f"@{k}={w:g}" for k, w in sorted(cfg.prior_kind_weight.items()))
+    parts += [f"{prior}*{cfg.prior_weight:g}{kinds}" for prior in cfg.priors]
+    return "+".join(parts)
+
+
 def combination(combo: str) -> tuple[list[str], list[float], dict[str, list[float]]]:
     """ "a+b*0.5@cluster=2": members a and b, b weighing 0.5 (a: 1) but 2 on cluster components.
     Returns (members, weights, kind -> weights)."""

@@ -41,7 +41,8 @@ TRAIN_PRESETS = """defaults, by preset (training.run.TrainConfig.preset):
   full     5000     2000      250    600   1000         16  cnn_small,cnn_base,cnn_deep  0       0             -
 (--focus: field bundles drawn only through the hot spot's causes; --sweep-minutes 0: no deadline;
 --run-minutes: the whole run's budget, the sweeps sharing what the datasets leave of it less the minutes
-kept for the ensemble and scoring: the standard preset's 60, 16 of them kept; the others' 0, none)
+kept for the ensemble, scoring and the learning curve (whose refits end 2 minutes before the budget):
+the standard preset's 60, 16 of them kept; the others' 0, none)
 without --quick, --standard or --smoke the full preset runs (days on a 2-core CPU)."""
 
 
@@ -165,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--run-minutes",
         type=float,
-        help="the whole run's minutes: the sweeps' deadlines shrink to what the datasets leave of them",
+        help="the whole run's minutes: the sweeps' deadlines shrink to what the datasets leave of them, and "
+        "the learning curve's refits end 2 minutes before it",
     )
     tr.add_argument("--if-missing", action="store_true", help="only train when no champion is registered")
     tr.add_argument("-q", "--quiet", action="store_true", help="no progress bars")

@@ -106,7 +106,11 @@ def test_train_help_states_the_presets_as_they_are() -> None:
             ",".join(f"{k}={v}" for k, v in c.sources.items()) or "-",
         ]
         assert (c.run_minutes, c.tail_minutes) == ((60, 16) if preset == "standard" else (0, 0))
-    assert "the standard preset's 60, 16 of them kept; the others' 0, none" in " ".join(TRAIN_PRESETS.split())
+    text = " ".join(TRAIN_PRESETS.split())
+    assert "the standard preset's 60, 16 of them kept; the others' 0, none" in text
+    from training.curve import AFTER_CURVE_S
+
+    assert f"whose refits end {AFTER_CURVE_S / 60:g} minutes before the budget" in text
 
 
 def test_diagnose_rejects_a_bad_path_before_any_model_loads(tmp_path: Path) -> None:
