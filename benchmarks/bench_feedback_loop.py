@@ -1,8 +1,8 @@
 """The feedback loop (issue 17 item 6): accuracy on field bundles of causes the model never trained on,
 against the number of engineer-confirmed feedback bundles of those causes added to its training.
 
-    .venv/bin/python benchmarks/bench_feedback_loop.py [--models logreg,cnn_small,rules] [--feedback 0,10,30,60]
-        [--combine cnn_small+rules*0.5] [--weights 3] [--train 400] [--test 80] [--fold 0] [--epochs 30]
+    .venv/bin/python benchmarks/bench_feedback_loop.py [--models logreg,cnn_small,mlp,rules] [--feedback 0,10,30,60]
+        [--combine COMBO] [--weights 3] [--train 400] [--test 80] [--fold 0] [--epochs 30]
         [--cnn-seeds 3] [--data var/bench-generalise]
 
 The model first trains as in bench_generalise.py's leave-one-cause-out fold (field bundles of seed 21
@@ -29,7 +29,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench_generalise import combination, data, fit, held_out, make  # noqa: E402
+from bench_generalise import combination, data, fit, held_out, make, served_combination  # noqa: E402
 
 from models.ensemble import EnsembleDiagnoser  # noqa: E402
 from models.features import hold_features  # noqa: E402
@@ -40,8 +40,8 @@ from vsandx.settings import Settings  # noqa: E402
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--models", default="logreg,cnn_small,rules")
-    ap.add_argument("--combine", default="cnn_small+rules*0.5", help="ensembles of --models to score as well")
+    ap.add_argument("--models", default="logreg,cnn_small,mlp,rules")
+    ap.add_argument("--combine", default=served_combination(), help="ensembles of --models to score as well")
     ap.add_argument("--feedback", default="0,10,30,60", help="feedback bundle counts")
     ap.add_argument("--weights", default="", help="copies of each feedback bundle (default: the setting's)")
     ap.add_argument("--train", type=int, default=400)
@@ -62,6 +62,8 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     names = args.models.split(",")
     combos = [c for c in args.combine.split(",") if c and set(combination(c)[0]) <= set(names)]
+    for c in set(filter(None, args.combine.split(","))) - set(combos):
+        print(f"not scored: {c} (a member is not among --models)", file=sys.stderr)
 
     def report(name: str, w: int, k: int, model: Any, fit_s: float) -> None:
         pred = model.predict(Xt)
