@@ -132,6 +132,24 @@ class TrainConfig:
                 f"run_minutes and tail_minutes must be at least 0, got {self.run_minutes}, {self.tail_minutes}"
             )
 
+    def kind_member_names(self) -> list[str]:
+        """Every model of `kind_members`, once, in the served ensemble's order."""
+        return sorted({name for by_name in self.kind_members.values() for name in by_name})
+
+    def served_weights(self, cnns: int) -> tuple[list[float], dict[str, list[float]]]:
+        """The served ensemble's weights (training.run.served_ensemble) over its members in order: `cnns`
+        CNNs sharing 1, each of `priors`, each of kind_member_names(). Returns the weights on every kind
+        not named, and each named kind's."""
+
+        extra = self.kind_member_names()
+
+        def weights(kind: str = "") -> list[float]:
+            own = self.kind_members.get(kind, {})
+            prior = self.prior_kind_weight.get(kind, self.prior_weight)
+            return [1.0 / cnns] * cnns + [prior] * len(self.priors) + [own.get(name, 0.0) for name in extra]
+
+        return weights(), {kind: weights(kind) for kind in sorted({*self.prior_kind_weight, *self.kind_members})}
+
     @classmethod
     def preset(cls, name: str) -> TrainConfig:
         if name == "quick":  # the whole path in minutes on a 2-core machine. No other author's bundles

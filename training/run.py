@@ -174,21 +174,13 @@ def served_ensemble(
     fitted alike, voting on its kinds only; its scores
     calibrated on the validation bundles `val` unless `cfg.calibration` is "none", with the
     out-of-distribution check (models.ood: ranges from X, threshold from `val`) beside the maps."""
-    extra = sorted({name for by_name in cfg.kind_members.values() for name in by_name})
+    extra = cfg.kind_member_names()
     # on one thread, as the baselines' worker fits (training.background): the summation order of two
     # BLAS threads moved the mlp's fit to another minimum, and the served model must be the same on any
     # machine's core count
     with one_thread():
         fitted = [create_model(name).fit(X, y) for name in (*cfg.priors, *extra)]
-    k = len(members)
-
-    def weights(kind: str = "") -> list[float]:  # "": every kind not named
-        own = cfg.kind_members.get(kind, {})
-        prior = cfg.prior_kind_weight.get(kind, cfg.prior_weight)
-        return [1.0 / k] * k + [prior] * len(cfg.priors) + [own.get(name, 0.0) for name in extra]
-
-    by_kind = {kind: weights(kind) for kind in sorted({*cfg.prior_kind_weight, *cfg.kind_members})}
-    ens = EnsembleDiagnoser.of([*members, *fitted], weights(), by_kind)
+    ens = EnsembleDiagnoser.of([*members, *fitted], *cfg.served_weights(len(members)))
     if cfg.calibration == "none":
         return ens
     return CalibratedDiagnoser.of(ens, cfg.calibration).calibrate(*val).fit_outliers(X, val[0])
@@ -245,10 +237,9 @@ def run_training(cfg: TrainConfig, settings: Settings, progress: bool = True) ->
         best = score_model(
             f"{top[0].model} (best trial)", "cnn", members[0], Xt, yt, top[0].metrics.get("fit_seconds", 0)
         )
+        until = curve_deadline(cfg, started)
         curve_job = side.submit(
-            refit_curve,
-            *(top[0], best.exact_match, train, val, test, cfg.curve, cfg.seed, out / "curve", progress),
-            deadline=curve_deadline(cfg, started),
+            refit_curve, top[0], best.exact_match, train, val, test, cfg.curve, cfg.seed, out / "curve", progress, until
         )
         t0 = time.perf_counter()
         ensemble = served_ensemble(members, cfg, X, y, (Xv, yv))

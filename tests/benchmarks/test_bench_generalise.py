@@ -15,13 +15,14 @@ from vsandx.faults import COMPONENT_KINDS
 
 
 def test_the_served_combination_weighs_each_kind_as_the_served_ensemble_does() -> None:
-    """training.run.served_ensemble: the CNNs 1 in all, each prior its kind's weight (else prior_weight),
-    each kind member its weight on its own kind and 0 elsewhere."""
+    """TrainConfig.served_weights is what training.run.served_ensemble weighs its members by (one CNN
+    group, then the priors, then the kind members); the combination string, parsed as the benchmarks
+    parse it, gives every member the same weight on every component kind."""
     cfg = TrainConfig()
     names, weights, by_kind = combination(served_combination("cnn"))
-    assert names == ["cnn", *sorted({m for by in cfg.kind_members.values() for m in by}), *cfg.priors]
+    served = ["cnn", *cfg.priors, *cfg.kind_member_names()]
+    assert sorted(names) == sorted(served)
+    default, served_by_kind = cfg.served_weights(1)
     for kind in COMPONENT_KINDS:
         got = dict(zip(names, by_kind.get(kind, weights), strict=True))
-        want = {"cnn": 1.0} | {p: cfg.prior_kind_weight.get(kind, cfg.prior_weight) for p in cfg.priors}
-        want |= {m: cfg.kind_members.get(kind, {}).get(m, 0.0) for by in cfg.kind_members.values() for m in by}
-        assert got == want, kind
+        assert got == dict(zip(served, served_by_kind.get(kind, default), strict=True)), kind

@@ -42,3 +42,19 @@ def test_refused_configurations() -> None:
     with pytest.raises(ValueError, match="unknown bundle source nope"):
         TrainConfig(sources={"nope": 10})
     TrainConfig(lab=0, varied=0, sources={"outsider": 10})  # another author's bundles alone train too
+
+
+def test_the_served_weights_by_member_and_kind() -> None:
+    """Two CNNs share 1; the rules weigh prior_weight but their kind's weight on a named kind; the mlp
+    votes on disks only."""
+    default, by_kind = TrainConfig().served_weights(2)
+    assert default == [0.5, 0.5, 1.0, 0.0]  # cnn, cnn, rules, mlp
+    assert by_kind == {
+        "cluster": [0.5, 0.5, 1.5, 0.0],
+        "disk": [0.5, 0.5, 1.0, 1.0],
+        "diskgroup": [0.5, 0.5, 2.0, 0.0],
+        "host": [0.5, 0.5, 1.0, 0.0],
+        "nic": [0.5, 0.5, 1.0, 0.0],
+    }
+    alone = TrainConfig(kind_members={}, priors=()).served_weights(1)  # the CNNs alone: 1 everywhere
+    assert alone == ([1.0], {kind: [1.0] for kind in ("cluster", "diskgroup", "host", "nic")})

@@ -15,6 +15,7 @@ from pipeline import load_bundle
 from pipeline.tensors import BundleTensors
 from training.config import TrainConfig
 from training.curve import AFTER_CURVE_S, curve_deadline, learning_curve
+from training.report import CurvePoint
 from training.sweep_results import TrialOutcome
 
 Data = tuple[list[BundleTensors], list[dict[str, str]]]
@@ -38,7 +39,7 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Data:
     return [load_bundle(p) for p in paths], [lab for lab in labels if lab]
 
 
-def _curve(data: Data, out: Path, deadline: float | None) -> list:  # type: ignore[type-arg]
+def _curve(data: Data, out: Path, deadline: float | None) -> list[CurvePoint]:
     X, y = data
     tr, va, te = slice(0, 8), slice(8, 10), slice(10, 12)
     return learning_curve(
